@@ -1,0 +1,3 @@
+from nmtkit.cli.main import cli
+
+cli()

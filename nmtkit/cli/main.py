@@ -1,0 +1,37 @@
+"""The ``nmtkit`` click group: one entry point with every working subcommand."""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from nmtkit import __version__
+
+#: Subcommand name -> module that defines ``command`` (a click.Command).
+#: Only subcommands that work are listed here.
+SUBCOMMANDS: dict[str, str] = {
+    "sample": "nmtkit.cli.sample",
+    "preprocess": "nmtkit.cli.preprocess",
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a subcommand's module only when it is used, so ``nmtkit --help`` is fast."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in SUBCOMMANDS:
+            return None
+        return importlib.import_module(SUBCOMMANDS[name]).command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nmtkit")
+def cli() -> None:
+    """nmtkit: attention-based neural machine translation from the command line."""
+
+
+if __name__ == "__main__":
+    cli()

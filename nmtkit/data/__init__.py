@@ -1,0 +1,1 @@
+"""Dictionaries, tokenization and BPE, the binarized format and batching."""

@@ -1,0 +1,102 @@
+"""The contract every nmtkit model honours, so that training, beam search, ensembles,
+forced decoding and alignment work with any registered model.
+
+Conventions (all tensors batch-first):
+
+* ``src_tokens`` ``[B, S]``: source ids followed by ``</s>``, right-padded with ``<pad>`` (id 0).
+  ``src_lengths`` ``[B]`` counts real tokens including ``</s>``.
+* ``prev_output_tokens`` ``[B, T]``: ``<s> y_1 .. y_{T-1}`` (teacher forcing); the training target is
+  ``y_1 .. y_{T-1} </s>``, right-padded.
+* Attention matrices are always reported over the source positions **in the order given**
+  (source reversal is an internal detail of the encoder and is undone before anything leaves
+  the model), padding positions get exactly zero weight, the ``</s>`` column is included.
+* An :class:`EncoderOutput` and a decoder state hold only batch-first tensors, so reordering
+  them for beam search is ``index_select(0, order)`` on each (see :func:`reorder_tensors`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Optional
+
+import torch
+from torch import Tensor, nn
+
+DecoderState = dict[str, Tensor]
+
+
+def reorder_tensors(d: dict[str, Tensor], order: Tensor) -> dict[str, Tensor]:
+    """Select batch rows ``order`` (dim 0) of every tensor in ``d``."""
+    return {k: v.index_select(0, order) for k, v in d.items()}
+
+
+@dataclass
+class EncoderOutput:
+    """What the encoder computes once per sentence and the decoder reads every step.
+
+    ``states``: ``[B, S, H]`` annotations in original source order; ``mask``: ``[B, S]`` bool,
+    True at real tokens; ``extra``: model-specific precomputed tensors (for example the source
+    states projected for the ``general``/``concat`` scores, or the final encoder states that
+    initialise the decoder), batch-first.
+    """
+
+    states: Tensor
+    mask: Tensor
+    extra: dict[str, Tensor] = field(default_factory=dict)
+
+    def reorder(self, order: Tensor) -> "EncoderOutput":
+        return EncoderOutput(
+            states=self.states.index_select(0, order),
+            mask=self.mask.index_select(0, order),
+            extra=reorder_tensors(self.extra, order),
+        )
+
+    @property
+    def lengths(self) -> Tensor:
+        return self.mask.sum(dim=1)
+
+
+class Seq2SeqModel(nn.Module):
+    """Base class of registered models.
+
+    Subclasses set ``Config`` (a dataclass of every option with its default) and implement
+    :meth:`encode`, :meth:`init_decoder_state`, :meth:`decode_step` and :meth:`forward`.
+    ``model_name`` is filled in by ``@register_model``.
+    """
+
+    model_name: ClassVar[str] = ""
+    Config: ClassVar[type]
+    #: False for the attention-free baseline: decode_step then returns ``attn=None``.
+    has_attention: ClassVar[bool] = True
+
+    def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
+        super().__init__()
+        self.cfg = cfg
+        self.src_dict = src_dict
+        self.tgt_dict = tgt_dict
+
+    # -- to implement ----------------------------------------------------------------
+    def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
+        raise NotImplementedError
+
+    def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
+        raise NotImplementedError
+
+    def decode_step(
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+    ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
+        """One decoder step for ``N`` rows: ``prev_tokens`` ``[N]`` ->
+        (log-probabilities ``[N, V]``, attention ``[N, S]`` or None, new state)."""
+        raise NotImplementedError
+
+    def forward(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+    ) -> tuple[Tensor, Optional[Tensor]]:
+        """Teacher-forced pass: (logits ``[B, T, V]``, attention ``[B, T, S]`` or None)."""
+        raise NotImplementedError
+
+    # -- shared ----------------------------------------------------------------------
+    def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:
+        return reorder_tensors(state, order)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

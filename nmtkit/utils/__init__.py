@@ -1,0 +1,1 @@
+"""Small shared helpers: text input that never loses lines, atomic outputs."""

@@ -1,0 +1,213 @@
+"""The dataset API every later stage uses: open a preprocessed split, index pairs, batch them.
+
+Batching packs sentences by a token budget (``max_tokens``): the corpus is shuffled with a
+seed that depends on the epoch, cut into pools, each pool sorted by length so that a batch
+holds sentences of similar length (little padding), then the batch order is shuffled.  The
+batches of an epoch are a pure function of ``(seed, epoch)``, which is what makes resuming
+in the middle of an epoch exact.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+
+from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
+from nmtkit.data.indexed import IndexedTokens
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.textio import read_lines
+
+META_FORMAT_VERSION = 1
+
+
+class DataDir:
+    """A directory written by ``nmtkit-preprocess``: meta.json, dictionaries, splits."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        meta_path = self.path / "meta.json"
+        if not self.path.is_dir():
+            raise NmtkitError(f"{self.path}: no such data directory")
+        if not meta_path.is_file():
+            raise NmtkitError(f"{self.path}: not an nmtkit data directory (no meta.json; run nmtkit-preprocess first)")
+        try:
+            self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(str(meta_path), None, f"not valid JSON ({exc})") from None
+        if self.meta.get("format") != "nmtkit-data":
+            raise NmtkitError(f"{meta_path}: not written by nmtkit-preprocess")
+        version = self.meta.get("format_version")
+        if version != META_FORMAT_VERSION:
+            raise NmtkitError(f"{meta_path}: data format version {version}, this nmtkit reads version {META_FORMAT_VERSION}")
+        self.src_lang: str = self.meta["source_lang"]
+        self.tgt_lang: str = self.meta["target_lang"]
+        self._dicts: dict[str, Dictionary] = {}
+
+    @property
+    def pair(self) -> str:
+        return f"{self.src_lang}-{self.tgt_lang}"
+
+    def dictionary(self, lang: str) -> Dictionary:
+        if lang not in self._dicts:
+            d = Dictionary.load(self.path / f"dict.{lang}.txt")
+            want = self.meta.get("dict_checksums", {}).get(lang)
+            if want and d.checksum() != want:
+                raise NmtkitError(f"{self.path / f'dict.{lang}.txt'}: dictionary does not match meta.json (edited after preprocessing?)")
+            self._dicts[lang] = d
+        return self._dicts[lang]
+
+    @property
+    def src_dict(self) -> Dictionary:
+        return self.dictionary(self.src_lang)
+
+    @property
+    def tgt_dict(self) -> Dictionary:
+        return self.dictionary(self.tgt_lang)
+
+    def pipeline(self, lang: str) -> TextPipeline:
+        return TextPipeline.from_meta(self.meta, lang, self.path)
+
+    def splits(self) -> list[str]:
+        return list(self.meta.get("splits", {}))
+
+    def split_prefix(self, split: str, lang: str) -> Path:
+        return self.path / f"{split}.{self.pair}.{lang}"
+
+    def load_split(self, split: str) -> "ParallelDataset":
+        if split not in self.meta.get("splits", {}):
+            known = ", ".join(self.splits()) or "none"
+            raise NmtkitError(f"{self.path}: no split {split!r} (available: {known})")
+        return ParallelDataset(self, split)
+
+
+class ParallelDataset:
+    """Source/target ids of one split, memory-mapped, plus the tokenized text."""
+
+    def __init__(self, data: DataDir, split: str) -> None:
+        self.data = data
+        self.split = split
+        self.src = IndexedTokens(data.split_prefix(split, data.src_lang))
+        self.tgt = IndexedTokens(data.split_prefix(split, data.tgt_lang))
+        if len(self.src) != len(self.tgt):
+            raise NmtkitError(f"{data.path}: split {split} has {len(self.src)} source and {len(self.tgt)} target sentences")
+        self.src_sizes = self.src.sizes + 1  # + </s>
+        self.tgt_sizes = self.tgt.sizes + 1
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.src[i], self.tgt[i]
+
+    def tokens_text(self, lang: str) -> list[str]:
+        """The tokenized (pre-BPE) text of this split, one line per pair, as preprocess saw it."""
+        return read_lines(f"{self.data.split_prefix(self.split, lang)}.tok", allow_empty_file=True)
+
+
+@dataclass
+class Batch:
+    """A padded batch, ready for ``model(src_tokens, src_lengths, prev_output_tokens)``."""
+
+    ids: torch.Tensor  # [B] dataset indices
+    src_tokens: torch.Tensor  # [B, S]
+    src_lengths: torch.Tensor  # [B]
+    prev_output_tokens: torch.Tensor  # [B, T]  <s> y1 .. y_{T-1}
+    target: torch.Tensor  # [B, T]  y1 .. </s>, padded with <pad>
+    ntokens: int  # real target tokens incl. </s>
+
+    def to(self, device: torch.device) -> "Batch":
+        return Batch(
+            ids=self.ids,
+            src_tokens=self.src_tokens.to(device, non_blocking=True),
+            src_lengths=self.src_lengths.to(device, non_blocking=True),
+            prev_output_tokens=self.prev_output_tokens.to(device, non_blocking=True),
+            target=self.target.to(device, non_blocking=True),
+            ntokens=self.ntokens,
+        )
+
+
+def pad_sequences(seqs: list[np.ndarray] | list[list[int]], append_eos: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad id sequences (appending ``</s>``) into ``[B, L]`` plus lengths."""
+    lens = [len(s) + (1 if append_eos else 0) for s in seqs]
+    out = torch.full((len(seqs), max(lens) if lens else 0), PAD_ID, dtype=torch.long)
+    for k, s in enumerate(seqs):
+        n = len(s)
+        if n:
+            out[k, :n] = torch.as_tensor(np.asarray(s, dtype=np.int64))
+        if append_eos:
+            out[k, n] = EOS_ID
+    return out, torch.tensor(lens, dtype=torch.long)
+
+
+def collate(pairs: list[tuple[np.ndarray, np.ndarray]], ids: Optional[list[int]] = None) -> Batch:
+    """Pad source/target pairs into a :class:`Batch` (teacher forcing inputs and targets)."""
+    src_tokens, src_lengths = pad_sequences([p[0] for p in pairs])
+    target, tgt_lengths = pad_sequences([p[1] for p in pairs])
+    prev = torch.full_like(target, PAD_ID)
+    prev[:, 0] = BOS_ID
+    if target.size(1) > 1:
+        prev[:, 1:] = target[:, :-1]
+    prev[prev == EOS_ID] = PAD_ID  # the </s> input never feeds a real prediction
+    return Batch(
+        ids=torch.tensor(ids if ids is not None else list(range(len(pairs))), dtype=torch.long),
+        src_tokens=src_tokens,
+        src_lengths=src_lengths,
+        prev_output_tokens=prev,
+        target=target,
+        ntokens=int(tgt_lengths.sum()),
+    )
+
+
+def make_batches(
+    src_sizes: np.ndarray,
+    tgt_sizes: np.ndarray,
+    max_tokens: Optional[int] = None,
+    batch_size: Optional[int] = None,
+    seed: int = 1,
+    epoch: int = 1,
+    shuffle: bool = True,
+    pool_batches: int = 100,
+) -> list[list[int]]:
+    """Group sentence indices into batches under a token budget and/or sentence count.
+
+    A batch's cost is ``n_sentences * max(longest source, longest target)`` (padded size);
+    a single sentence longer than ``max_tokens`` still gets a batch of its own rather than
+    being dropped.  Deterministic in ``(seed, epoch)``.
+    """
+    if max_tokens is None and batch_size is None:
+        raise NmtkitError("give --max-tokens or --batch-size")
+    n = len(src_sizes)
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(n) if shuffle else np.arange(n)
+    cost = np.maximum(src_sizes, tgt_sizes)
+    avg = max(1.0, float(cost.mean())) if n else 1.0
+    per_batch = batch_size or max(1, int((max_tokens or 1) / avg))
+    pool = max(1, pool_batches * per_batch) if shuffle else n or 1
+    batches: list[list[int]] = []
+    for start in range(0, n, pool):
+        chunk = order[start : start + pool]
+        chunk = chunk[np.lexsort((tgt_sizes[chunk], src_sizes[chunk]))]
+        cur: list[int] = []
+        longest = 0
+        for i in chunk:
+            c = int(cost[i])
+            new_longest = max(longest, c)
+            too_many_tokens = max_tokens is not None and cur and new_longest * (len(cur) + 1) > max_tokens
+            too_many_sents = batch_size is not None and len(cur) >= batch_size
+            if too_many_tokens or too_many_sents:
+                batches.append(cur)
+                cur, new_longest = [], c
+            cur.append(int(i))
+            longest = new_longest
+        if cur:
+            batches.append(cur)
+    if shuffle:
+        perm = rng.permutation(len(batches))
+        batches = [batches[k] for k in perm]
+    return batches

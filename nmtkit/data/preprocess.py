@@ -1,0 +1,297 @@
+"""Parallel text -> the binarized data directory (the library behind ``nmtkit-preprocess``).
+
+Everything is written into a temporary directory that is renamed into place only when
+every split is done, so a failure (bad UTF-8 on line 9,000,000, say) leaves nothing behind.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import multiprocessing as mp
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from nmtkit import __version__
+from nmtkit.data.dataset import META_FORMAT_VERSION
+from nmtkit.data.dictionary import UNK_ID, Dictionary
+from nmtkit.data.indexed import write_indexed
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.textio import atomic_directory, check_parallel, iter_lines
+
+
+@dataclass
+class PreprocessOptions:
+    source_lang: str
+    target_lang: str
+    destdir: str
+    trainpref: Optional[str] = None
+    validpref: Optional[str] = None
+    testpref: Optional[str] = None
+    workers: int = 1
+    nwordssrc: int = -1
+    nwordstgt: int = -1
+    thresholdsrc: int = 0
+    thresholdtgt: int = 0
+    joined_dictionary: bool = False
+    srcdict: Optional[str] = None
+    tgtdict: Optional[str] = None
+    tokenizer: str = "none"
+    lowercase: bool = False
+    bpe: str = "none"
+    bpe_merges: int = 10000
+    joint_bpe: bool = True
+    max_len: int = 50
+    max_len_ratio: float = 9.0
+    strict: bool = False
+    overwrite: bool = False
+
+
+@dataclass
+class SplitText:
+    """The tokenized text of one split, both sides, with where each line came from."""
+
+    name: str
+    src_tokens: list[list[str]]
+    tgt_tokens: list[list[str]]
+    removed: dict[str, int] = field(default_factory=dict)
+
+
+# -- reading and tokenizing ------------------------------------------------------------------
+_worker_pipe: Optional[TextPipeline] = None
+
+
+def _init_worker(pipe: TextPipeline) -> None:
+    global _worker_pipe
+    _worker_pipe = pipe
+
+
+def _tokenize_chunk(lines: list[str]) -> list[list[str]]:
+    assert _worker_pipe is not None
+    return [_worker_pipe.tokenize(line) for line in lines]
+
+
+def _bpe_chunk(chunk: list[list[str]]) -> list[list[str]]:
+    assert _worker_pipe is not None
+    return [_worker_pipe.apply_bpe(toks) for toks in chunk]
+
+
+def _map(fn, pipe: TextPipeline, items: list, workers: int, progress, desc: str, chunk: int = 2000) -> list:  # noqa: ANN001
+    """Apply a chunk function over items with ``workers`` processes, showing lines/s."""
+    chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    task = progress.add_task(desc, total=len(items)) if progress is not None else None
+    out: list = []
+    if workers > 1 and len(chunks) > 1:
+        ctx = mp.get_context("fork")
+        with ctx.Pool(workers, initializer=_init_worker, initargs=(pipe,)) as pool:
+            for res in pool.imap(fn, chunks):
+                out.extend(res)
+                if task is not None:
+                    progress.advance(task, len(res))
+    else:
+        _init_worker(pipe)
+        for c in chunks:
+            res = fn(c)
+            out.extend(res)
+            if task is not None:
+                progress.advance(task, len(res))
+    return out
+
+
+def read_split_files(prefixes: list[str], lang: str) -> tuple[list[str], list[tuple[str, int]]]:
+    """Read ``{prefix}.{lang}`` for each prefix; returns lines and their (file, lineno) origins."""
+    lines: list[str] = []
+    origin: list[tuple[str, int]] = []
+    for pref in prefixes:
+        path = f"{pref}.{lang}"
+        n0 = len(lines)
+        for lineno, text in iter_lines(path):
+            lines.append(text)
+            origin.append((path, lineno))
+        if len(lines) == n0:
+            raise InputError(path, None, "file is empty")
+    return lines, origin
+
+
+def _split_names(kind: str, prefixes: list[str]) -> list[str]:
+    # fairseq's convention: valid, valid1, valid2 ...; all train prefixes are concatenated
+    return [kind if k == 0 else f"{kind}{k}" for k in range(len(prefixes))]
+
+
+# -- the job -----------------------------------------------------------------------------------
+def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN001
+    """Run the whole job; returns the meta dictionary written to ``meta.json``."""
+    src, tgt = opt.source_lang, opt.target_lang
+    if src == tgt:
+        raise NmtkitError("--source-lang and --target-lang must differ")
+    if not opt.trainpref and not (opt.srcdict and (opt.tgtdict or opt.joined_dictionary)):
+        raise NmtkitError("--trainpref is required unless --srcdict and --tgtdict are given")
+    if opt.bpe not in ("none", "subword-nmt"):
+        raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose subword-nmt or none)")
+    if opt.bpe != "none" and not opt.trainpref:
+        raise NmtkitError("--bpe needs --trainpref to learn codes on")
+    pipes = {lang: TextPipeline(lang=lang, tokenizer=opt.tokenizer, lowercase=opt.lowercase) for lang in (src, tgt)}
+
+    # 1. read every split first so that all input errors surface before any heavy work
+    jobs: list[tuple[str, list[str]]] = []
+    if opt.trainpref:
+        jobs.append(("train", opt.trainpref.split(",")))
+    for kind, pref in (("valid", opt.validpref), ("test", opt.testpref)):
+        if pref:
+            for name, p in zip(_split_names(kind, pref.split(",")), pref.split(",")):
+                jobs.append((name, [p]))
+    raw: dict[str, tuple[list[str], list[str], list[tuple[str, int]], list[tuple[str, int]]]] = {}
+    for name, prefs in jobs:
+        s_lines, s_org = read_split_files(prefs, src)
+        t_lines, t_org = read_split_files(prefs, tgt)
+        if len(s_lines) != len(t_lines):
+            check_parallel([",".join(f"{p}.{src}" for p in prefs), ",".join(f"{p}.{tgt}" for p in prefs)], [len(s_lines), len(t_lines)])
+        raw[name] = (s_lines, t_lines, s_org, t_org)
+
+    with atomic_directory(opt.destdir, overwrite=opt.overwrite) as out:
+        # 2. tokenize
+        splits: dict[str, SplitText] = {}
+        for name, (s_lines, t_lines, s_org, t_org) in raw.items():
+            s_tok = _map(_tokenize_chunk, pipes[src], s_lines, opt.workers, progress, f"tokenize {name}.{src}")
+            t_tok = _map(_tokenize_chunk, pipes[tgt], t_lines, opt.workers, progress, f"tokenize {name}.{tgt}")
+            split = SplitText(name, s_tok, t_tok)
+            if name == "train":
+                _filter_train(split, s_org, t_org, opt)
+            splits[name] = split
+
+        # 3. BPE codes learned on train, applied to every split
+        meta_bpe: dict = {"type": opt.bpe}
+        if opt.bpe == "subword-nmt":
+            meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
+            for lang in (src, tgt):
+                pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
+        pieces: dict[str, tuple[list[list[str]], list[list[str]]]] = {}
+        for name, split in splits.items():
+            if opt.bpe == "subword-nmt":
+                sp = _map(_bpe_chunk, pipes[src], split.src_tokens, opt.workers, progress, f"bpe {name}.{src}")
+                tp = _map(_bpe_chunk, pipes[tgt], split.tgt_tokens, opt.workers, progress, f"bpe {name}.{tgt}")
+            else:
+                sp, tp = split.src_tokens, split.tgt_tokens
+            pieces[name] = (sp, tp)
+
+        # 4. dictionaries
+        src_dict, tgt_dict = _build_dictionaries(pieces.get("train"), opt)
+        src_dict.save(out / f"dict.{src}.txt")
+        tgt_dict.save(out / f"dict.{tgt}.txt")
+
+        # 5. binarize + keep the tokenized text
+        split_meta: dict = {}
+        for name, (sp, tp) in pieces.items():
+            info: dict = {"sentences": len(sp)}
+            for lang, seqs, tok_lines, d in ((src, sp, splits[name].src_tokens, src_dict), (tgt, tp, splits[name].tgt_tokens, tgt_dict)):
+                prefix = out / f"{name}.{src}-{tgt}.{lang}"
+                ids = [d.encode(p, add_eos=False) for p in seqs]
+                write_indexed(prefix, ids, len(d))
+                ntok = sum(len(x) for x in ids)
+                nunk = sum(sum(1 for i in x if i == UNK_ID) for x in ids)
+                with open(f"{prefix}.tok", "w", encoding="utf-8", newline="\n") as fh:
+                    for toks in tok_lines:
+                        fh.write(" ".join(toks) + "\n")
+                info[lang] = {"tokens": ntok, "unk": nunk, "unk_rate": (nunk / ntok) if ntok else 0.0}
+            if splits[name].removed:
+                info["removed"] = splits[name].removed
+            split_meta[name] = info
+
+        meta = {
+            "format": "nmtkit-data",
+            "format_version": META_FORMAT_VERSION,
+            "nmtkit_version": __version__,
+            "source_lang": src,
+            "target_lang": tgt,
+            "tokenizer": opt.tokenizer,
+            "lowercase": opt.lowercase,
+            "bpe": meta_bpe,
+            "max_len": opt.max_len,
+            "max_len_ratio": opt.max_len_ratio,
+            "joined_dictionary": opt.joined_dictionary,
+            "dict_sizes": {src: len(src_dict), tgt: len(tgt_dict)},
+            "dict_checksums": {src: src_dict.checksum(), tgt: tgt_dict.checksum()},
+            "splits": split_meta,
+        }
+        (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return meta
+
+
+def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOptions) -> None:
+    """Drop empty pairs (or fail under --strict), then the length and ratio filters."""
+    keep_s, keep_t = [], []
+    removed = Counter({"empty": 0, "too_long": 0, "bad_ratio": 0})
+    for k, (s, t) in enumerate(zip(split.src_tokens, split.tgt_tokens)):
+        if not s or not t:
+            if opt.strict:
+                path, lineno = s_org[k] if not s else t_org[k]
+                raise InputError(path, lineno, "empty line in training data (drop --strict to skip such pairs)")
+            removed["empty"] += 1
+            continue
+        if opt.max_len > 0 and (len(s) > opt.max_len or len(t) > opt.max_len):
+            removed["too_long"] += 1
+            continue
+        if opt.max_len_ratio > 0 and max(len(s), len(t)) / min(len(s), len(t)) > opt.max_len_ratio:
+            removed["bad_ratio"] += 1
+            continue
+        keep_s.append(s)
+        keep_t.append(t)
+    if not keep_s:
+        raise NmtkitError("no training pairs left after filtering (check --max-len / --max-len-ratio)")
+    split.src_tokens, split.tgt_tokens = keep_s, keep_t
+    split.removed = dict(removed)
+
+
+def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out: Path) -> dict[str, str]:
+    """Learn subword-nmt merges (joint over both languages, or one set per language)."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    def learn(counter: Counter, codes_name: str) -> str:
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".vocab", delete=False) as vf:
+            for w, c in sorted(counter.items(), key=lambda x: (-x[1], x[0])):
+                vf.write(f"{w} {c}\n")
+            vocab_path = vf.name
+        with open(vocab_path, encoding="utf-8") as fin, open(out / codes_name, "w", encoding="utf-8") as fout:
+            with contextlib.redirect_stderr(io.StringIO()):  # subword-nmt's own tqdm bar and chatter
+                learn_bpe(fin, fout, opt.bpe_merges, min_frequency=2, is_dict=True)
+        Path(vocab_path).unlink()
+        return codes_name
+
+    counts = {src: Counter(), tgt: Counter()}
+    for toks in train.src_tokens:
+        counts[src].update(toks)
+    for toks in train.tgt_tokens:
+        counts[tgt].update(toks)
+    if opt.joint_bpe:
+        name = learn(counts[src] + counts[tgt], "bpe.codes")
+        return {src: name, tgt: name}
+    return {src: learn(counts[src], f"bpe.codes.{src}"), tgt: learn(counts[tgt], f"bpe.codes.{tgt}")}
+
+
+def _build_dictionaries(train_pieces, opt: PreprocessOptions) -> tuple[Dictionary, Dictionary]:  # noqa: ANN001
+    if opt.joined_dictionary:
+        if opt.srcdict or opt.tgtdict:
+            d = Dictionary.load(opt.srcdict or opt.tgtdict)
+        else:
+            c: Counter = Counter()
+            for side in train_pieces:
+                for toks in side:
+                    c.update(toks)
+            d = Dictionary.build(c, threshold=max(opt.thresholdsrc, opt.thresholdtgt), nwords=max(opt.nwordssrc, opt.nwordstgt))
+        return d, d
+    dicts = []
+    for k, (given, thr, nw) in enumerate(((opt.srcdict, opt.thresholdsrc, opt.nwordssrc), (opt.tgtdict, opt.thresholdtgt, opt.nwordstgt))):
+        if given:
+            dicts.append(Dictionary.load(given))
+        else:
+            if train_pieces is None:
+                raise NmtkitError("--trainpref is required to build a dictionary")
+            c = Counter()
+            for toks in train_pieces[k]:
+                c.update(toks)
+            dicts.append(Dictionary.build(c, threshold=thr, nwords=nw))
+    return dicts[0], dicts[1]

@@ -1,0 +1,125 @@
+"""Raw text <-> model pieces, the same way in every subcommand.
+
+Preprocess records its choices (tokenizer, lowercasing, BPE codes) in ``meta.json``; train,
+translate, score and align rebuild the exact same :class:`TextPipeline` from it, so a line is
+always turned into pieces identically and pieces back into text identically.
+
+Three levels of a sentence:
+* **words**: the whitespace-separated tokens of the line as the user gave it;
+* **tokens**: after the tokenizer (Moses may split a word into several tokens) and lowercasing;
+* **pieces**: after BPE (a token ending in ``@@`` continues into the next piece).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Optional
+
+BPE_SEP = "@@"
+_WS = re.compile(r"[ \t]+")
+
+
+def split_words(line: str) -> list[str]:
+    """Whitespace words of a line (spaces and tabs only: other Unicode spaces stay inside words)."""
+    return [w for w in _WS.split(line.strip(" \t")) if w]
+
+
+def merge_bpe(pieces: list[str]) -> list[str]:
+    """Undo subword-nmt segmentation: ``["lo@@", "w", "er"]`` -> ``["low", "er"]``."""
+    out: list[str] = []
+    buf = ""
+    for p in pieces:
+        if p.endswith(BPE_SEP):
+            buf += p[: -len(BPE_SEP)]
+        else:
+            out.append(buf + p)
+            buf = ""
+    if buf:
+        out.append(buf)
+    return out
+
+
+def piece_to_token_index(pieces: list[str]) -> list[int]:
+    """For each BPE piece, the index of the token it belongs to."""
+    idx, k = [], 0
+    for p in pieces:
+        idx.append(k)
+        if not p.endswith(BPE_SEP):
+            k += 1
+    return idx
+
+
+@dataclass
+class TextPipeline:
+    """Tokenizer + lowercasing + BPE for one language, as recorded in ``meta.json``."""
+
+    lang: str
+    tokenizer: str = "none"  # "moses" | "none"
+    lowercase: bool = False
+    bpe_codes: Optional[str] = None  # path to subword-nmt codes, or None
+    _bpe: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.tokenizer not in ("moses", "none"):
+            raise ValueError(f"unknown tokenizer {self.tokenizer!r}")
+
+    @cached_property
+    def _moses(self):  # noqa: ANN202 - sacremoses objects
+        from sacremoses import MosesDetokenizer, MosesTokenizer
+
+        return MosesTokenizer(lang=self.lang), MosesDetokenizer(lang=self.lang)
+
+    @property
+    def bpe(self):  # noqa: ANN201
+        if self._bpe is None and self.bpe_codes:
+            from subword_nmt.apply_bpe import BPE
+
+            with open(self.bpe_codes, encoding="utf-8") as fh:
+                self._bpe = BPE(fh)
+        return self._bpe
+
+    # -- forward ----------------------------------------------------------------------------
+    def tokenize(self, line: str) -> list[str]:
+        """Line -> tokens (tokenizer, then lowercasing)."""
+        if self.tokenizer == "moses":
+            toks = self._moses[0].tokenize(line, escape=False)
+        else:
+            toks = split_words(line)
+        if self.lowercase:
+            toks = [t.lower() for t in toks]
+        return toks
+
+    def apply_bpe(self, tokens: list[str]) -> list[str]:
+        """Tokens -> pieces (identity without BPE codes)."""
+        if self.bpe is None:
+            return list(tokens)
+        return self.bpe.segment_tokens(tokens)
+
+    def encode(self, line: str) -> tuple[list[str], list[str]]:
+        """Line -> (tokens, pieces)."""
+        toks = self.tokenize(line)
+        return toks, self.apply_bpe(toks)
+
+    # -- backward ---------------------------------------------------------------------------
+    def detokenize(self, tokens: list[str]) -> str:
+        if self.tokenizer == "moses":
+            return self._moses[1].detokenize(tokens)
+        return " ".join(tokens)
+
+    def decode(self, pieces: list[str]) -> str:
+        """Pieces -> text (merge BPE, then detokenize)."""
+        return self.detokenize(merge_bpe(pieces))
+
+    @classmethod
+    def from_meta(cls, meta: dict, lang: str, data_dir: str | os.PathLike) -> "TextPipeline":
+        """Rebuild the pipeline preprocess used for ``lang`` (codes paths are relative to data_dir)."""
+        bpe = meta.get("bpe", {})
+        codes = bpe.get("codes", {}).get(lang) if bpe.get("type") == "subword-nmt" else None
+        return cls(
+            lang=lang,
+            tokenizer=meta.get("tokenizer", "none"),
+            lowercase=bool(meta.get("lowercase", False)),
+            bpe_codes=os.path.join(str(data_dir), codes) if codes else None,
+        )

@@ -1,0 +1,219 @@
+"""Corpus and sentence scores (BLEU, chrF, TER), paired bootstrap and perplexity.
+
+Why a wrapper around sacrebleu: every score nmtkit reports must carry sacrebleu's
+signature so it can be reproduced, and the two BLEU flavours in the literature must not
+be confused.  ``tokenized=False`` is SacreBLEU proper (detokenized text, its own 13a
+tokenizer); ``tokenized=True`` is what the attention papers report ("multi-bleu"):
+already tokenized text split on whitespace only (``tok:none`` in the signature).
+
+Conventions: ``refs`` is a list of reference *streams*, each a list of lines parallel to
+``hyps`` (so two references are ``[ref1_lines, ref2_lines]``).  Without ``lowercase``
+every metric is case-sensitive -- TER included, although sacrebleu's own TER default is
+case-insensitive; the signature always records the case setting (``case:``/``c:``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from nmtkit.errors import NmtkitError
+
+#: Metric names accepted by :func:`make_metric` and the ``--metrics`` option.
+METRIC_NAMES: tuple[str, ...] = ("bleu", "chrf", "ter")
+
+#: Default bootstrap resamples, as in sacrebleu and Koehn (2004).
+DEFAULT_BOOTSTRAP_SAMPLES = 1000
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One corpus score: ``name`` as sacrebleu prints it (``BLEU``, ``chrF2``, ``TER``)."""
+
+    name: str
+    score: float
+    signature: str
+    #: sacrebleu's one-line rendering, e.g. ``BLEU = 23.1 55.0/29.2/17.5/11.0 (BP = ...)``.
+    details: str
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Paired bootstrap outcome for one system and one metric (sacrebleu's ``paired-bs``).
+
+    ``mean`` and ``ci`` are the bootstrap mean and half-width of the 95% interval;
+    ``p_value`` is ``None`` for the baseline (the system everything is compared with).
+    """
+
+    system: str
+    metric: str
+    score: float
+    mean: float | None
+    ci: float | None
+    p_value: float | None
+    signature: str
+
+
+def parse_metric_names(spec: str) -> list[str]:
+    """Turn ``"bleu,chrf"`` into ``["bleu", "chrf"]``; unknown or repeated names are errors."""
+    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise NmtkitError("no metric given (choose from " + ", ".join(METRIC_NAMES) + ")")
+    for n in names:
+        if n not in METRIC_NAMES:
+            raise NmtkitError(f"unknown metric {n!r} (choose from " + ", ".join(METRIC_NAMES) + ")")
+    if len(set(names)) != len(names):
+        raise NmtkitError(f"metric listed twice in {spec!r}")
+    return names
+
+
+def make_metric(name: str, *, tokenized: bool = False, lowercase: bool = False,
+                sentence_level: bool = False):  # noqa: ANN201 (sacrebleu Metric)
+    """Build the sacrebleu metric object for ``name`` with nmtkit's conventions.
+
+    ``tokenized`` only changes BLEU (chrF works on characters and TER keeps sacrebleu's
+    default of no tokenization).  ``sentence_level`` turns on BLEU's effective n-gram
+    order, which sentence BLEU needs to be meaningful.
+    """
+    from sacrebleu.metrics import BLEU, CHRF, TER
+
+    name = name.lower()
+    if name == "bleu":
+        return BLEU(
+            lowercase=lowercase,
+            tokenize="none" if tokenized else None,
+            force=tokenized,  # tokenized input is intended: silence the "detokenize" warning
+            effective_order=sentence_level,
+        )
+    if name == "chrf":
+        return CHRF(lowercase=lowercase)
+    if name == "ter":
+        return TER(case_sensitive=not lowercase)
+    raise NmtkitError(f"unknown metric {name!r} (choose from " + ", ".join(METRIC_NAMES) + ")")
+
+
+def _check_refs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> None:
+    """Refuse empty corpora and reference streams that are not parallel to ``hyps``."""
+    if len(hyps) == 0:
+        raise NmtkitError("nothing to score: the system output is empty")
+    if len(refs) == 0:
+        raise NmtkitError("at least one reference is needed")
+    for k, stream in enumerate(refs, start=1):
+        if len(stream) != len(hyps):
+            raise NmtkitError(
+                f"reference {k} has {len(stream)} lines but the system output has {len(hyps)}"
+            )
+
+
+def corpus_score(name: str, hyps: Sequence[str], refs: Sequence[Sequence[str]], *,
+                 tokenized: bool = False, lowercase: bool = False) -> MetricResult:
+    """Score a whole corpus with one metric and return score, signature and details."""
+    _check_refs(hyps, refs)
+    metric = make_metric(name, tokenized=tokenized, lowercase=lowercase)
+    result = metric.corpus_score(list(hyps), [list(r) for r in refs])
+    return MetricResult(
+        name=result.name,
+        score=float(result.score),
+        signature=str(metric.get_signature()),
+        details=result.format(),
+    )
+
+
+def corpus_bleu(hyps: Sequence[str], refs: Sequence[Sequence[str]], *,
+                tokenized: bool = False, lowercase: bool = False) -> MetricResult:
+    """Corpus BLEU: SacreBLEU on detokenized text, or multi-bleu style with ``tokenized``."""
+    return corpus_score("bleu", hyps, refs, tokenized=tokenized, lowercase=lowercase)
+
+
+def corpus_chrf(hyps: Sequence[str], refs: Sequence[Sequence[str]], *,
+                lowercase: bool = False) -> MetricResult:
+    """Corpus chrF2 (character n-gram F-score, beta = 2)."""
+    return corpus_score("chrf", hyps, refs, lowercase=lowercase)
+
+
+def corpus_ter(hyps: Sequence[str], refs: Sequence[Sequence[str]], *,
+               lowercase: bool = False) -> MetricResult:
+    """Corpus TER (translation edit rate; lower is better)."""
+    return corpus_score("ter", hyps, refs, lowercase=lowercase)
+
+
+def corpus_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]],
+                  metrics: Sequence[str] = ("bleu", "chrf"), *,
+                  tokenized: bool = False, lowercase: bool = False) -> dict[str, MetricResult]:
+    """Several corpus metrics at once, keyed by the lower-case metric name given."""
+    return {
+        m: corpus_score(m, hyps, refs, tokenized=tokenized, lowercase=lowercase) for m in metrics
+    }
+
+
+def sentence_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]],
+                    metrics: Sequence[str] = ("bleu", "chrf"), *,
+                    tokenized: bool = False, lowercase: bool = False) -> list[dict[str, float]]:
+    """One ``{metric: score}`` dict per sentence (BLEU with effective order)."""
+    _check_refs(hyps, refs)
+    objs = {m: make_metric(m, tokenized=tokenized, lowercase=lowercase, sentence_level=True)
+            for m in metrics}
+    out: list[dict[str, float]] = []
+    for i, hyp in enumerate(hyps):
+        sent_refs = [stream[i] for stream in refs]
+        out.append({m: float(obj.sentence_score(hyp, sent_refs).score) for m, obj in objs.items()})
+    return out
+
+
+def paired_bootstrap(systems: Sequence[tuple[str, Sequence[str]]], refs: Sequence[Sequence[str]],
+                     metrics: Sequence[str] = ("bleu",), *, tokenized: bool = False,
+                     lowercase: bool = False,
+                     n_samples: int = DEFAULT_BOOTSTRAP_SAMPLES) -> list[BootstrapResult]:
+    """Paired bootstrap resampling (Koehn 2004) with sacrebleu's own implementation.
+
+    ``systems`` is ``[(name, hyps), ...]``; the first is the baseline, every other system
+    gets a p-value for "differs from the baseline".  The resampling is seeded by sacrebleu
+    (``SACREBLEU_SEED``, default 12345), so repeated runs agree.  Results come back
+    system by system, metrics in the order given.
+    """
+    from sacrebleu.significance import PairedTest
+
+    if len(systems) < 2:
+        raise NmtkitError("the paired bootstrap test needs at least two systems")
+    if n_samples < 1:
+        raise NmtkitError(f"bootstrap samples must be positive, got {n_samples}")
+    for _, hyps in systems:
+        _check_refs(hyps, refs)
+    objs = {m: make_metric(m, tokenized=tokenized, lowercase=lowercase) for m in metrics}
+    test = PairedTest(
+        named_systems=[(name, list(h)) for name, h in systems],
+        metrics=objs,
+        references=[list(r) for r in refs],
+        test_type="bs",
+        n_samples=n_samples,
+    )
+    signatures, table = test()
+    names = table["System"]
+    results: list[BootstrapResult] = []
+    for k, sys_name in enumerate(names):
+        for metric_name in signatures:  # sacrebleu keeps the metric order given
+            r = table[metric_name][k]
+            results.append(BootstrapResult(
+                system=str(sys_name),
+                metric=metric_name,
+                score=float(r.score),
+                mean=None if r.mean is None else float(r.mean),
+                ci=None if r.ci is None else float(r.ci),
+                p_value=None if r.p_value is None else float(r.p_value),
+                signature=str(signatures[metric_name]),
+            ))
+    return results
+
+
+def perplexity(total_logprob_nats: float, n_tokens: int) -> float:
+    """Corpus perplexity ``exp(-sum log p / N)`` from natural-log probabilities.
+
+    ``n_tokens`` counts every scored target token (``</s>`` included, as in training).
+    A huge value overflows to ``inf`` rather than raising.
+    """
+    if n_tokens <= 0:
+        raise ValueError(f"perplexity needs a positive token count, got {n_tokens}")
+    try:
+        return math.exp(-total_logprob_nats / n_tokens)
+    except OverflowError:
+        return math.inf

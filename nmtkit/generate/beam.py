@@ -1,0 +1,268 @@
+"""Batched beam search over a flat (sentences x beam) decoder state.
+
+Design (why it is fast): all live hypotheses of all unfinished sentences form one flat batch
+of ``n_sentences * beam`` rows; each step is one decoder call, one top-k over
+``beam * V`` scores per sentence and a few gathers.  Python only touches the (at most
+``beam`` per sentence) hypotheses that end at a step.  Sentences that are complete leave
+the batch at once (encoder outputs and states are shrunk with ``reorder``), so long
+sentences do not drag finished ones along.
+
+Conventions (documented because tests and CLIs rely on them):
+
+* Every step takes the ``2 * beam`` best (hypothesis, token) candidates of each sentence.
+  ``</s>`` candidates among the first ``beam`` of them become finished hypotheses; the
+  first ``beam`` non-``</s>`` candidates continue.  A sentence is complete once it holds
+  ``beam`` finished hypotheses, when it reaches its maximum length, or when no candidate
+  with finite score is left.  ``beam=1`` is therefore exactly greedy decoding.
+* Ties are broken deterministically: candidates with equal cumulative score are ranked by
+  beam position (earlier, i.e. better-ranked, hypothesis first), then by lower token id.
+  Finished hypotheses with equal normalized score keep the order in which they finished
+  (shorter first; within one step, the better-ranked candidate first).
+* Lengths: ``min_len`` is the minimum number of tokens before ``</s>`` (``</s>`` is
+  forbidden earlier); ``max_len = int(max_len_a * n_src + max_len_b)`` per sentence, with
+  ``n_src`` the number of source tokens excluding ``</s>``; after ``max_len`` tokens
+  ``</s>`` is forced (with its real probability).  ``max_len`` wins over ``min_len``.
+* ``<pad>`` and ``<s>`` are never produced.  ``unkpen`` is subtracted from the ``<unk>``
+  log-probability for ranking; ``positional_scores`` stay the model's log-probabilities.
+* Length penalty, with ``L = len(tokens) + 1`` (the ``</s>`` step counts):
+  ``fairseq``: ``score = sum / L ** lenpen``; ``gnmt``: ``score = sum / ((5 + L) / 6) ** lenpen``
+  where ``sum`` is the cumulative (unk-penalized) log-probability.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from nmtkit.errors import NmtkitError
+from nmtkit.generate.ensemble import EnsembleModel
+
+LENPEN_FORMS = ("fairseq", "gnmt")
+_NEG_INF = float("-inf")
+
+
+@dataclass
+class Hypothesis:
+    """One finished translation.
+
+    ``tokens``: output ids **without** the final ``</s>``.  ``positional_scores``: float
+    tensor ``[len(tokens) + 1]``, the model log-probability of each output token and of
+    ``</s>``.  ``attention``: ``[len(tokens) + 1, src_len]`` (rows: output tokens then the
+    ``</s>`` step; columns: the real source positions including the source ``</s>``, padding
+    cut off) or ``None`` when no model has attention.  ``length``: ``len(tokens) + 1``, the
+    length the penalty uses.  ``score``: the length-normalized score used for ranking.
+    All tensors are on the CPU.
+    """
+
+    tokens: list[int]
+    score: float
+    positional_scores: Tensor
+    attention: Optional[Tensor]
+    length: int
+
+    @property
+    def log_prob(self) -> float:
+        """Total model log-probability of the output including ``</s>``."""
+        return float(self.positional_scores.sum())
+
+
+def length_penalty(length: int, lenpen: float, form: str) -> float:
+    """The divisor applied to a cumulative log-probability of ``length`` steps."""
+    if form == "fairseq":
+        return float(length) ** lenpen
+    if form == "gnmt":
+        return ((5.0 + length) / 6.0) ** lenpen
+    raise NmtkitError(f"unknown length penalty form {form!r} (choose from {', '.join(LENPEN_FORMS)})")
+
+
+def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Row-wise top-``k`` by descending score, ties going to the lower column index.
+
+    ``torch.topk`` does not specify which of equal elements it returns, so rows whose
+    ``k``-th value is tied with an element left outside are redone with a stable sort
+    (rare with real models; common with the hand-made tables of the tests).
+    """
+    k = min(k, scores.size(1))
+    vals, idx = scores.topk(k, dim=1)
+    # order the chosen k by (value desc, index asc)
+    idx, perm = idx.sort(dim=1)
+    vals = vals.gather(1, perm)
+    vals, perm = vals.sort(dim=1, descending=True, stable=True)
+    idx = idx.gather(1, perm)
+    thr = vals[:, -1:]
+    boundary_tie = ((scores >= thr).sum(dim=1) > k) & (thr.squeeze(1) > _NEG_INF)
+    rows = boundary_tie.nonzero().squeeze(1)
+    if rows.numel():
+        sv, si = scores.index_select(0, rows).sort(dim=1, descending=True, stable=True)
+        vals[rows] = sv[:, :k]
+        idx[rows] = si[:, :k]
+    return vals, idx
+
+
+def _check_options(beam: int, nbest: int, min_len: int, lenpen_form: str) -> None:
+    if beam < 1:
+        raise NmtkitError(f"beam size must be at least 1, got {beam}")
+    if not 1 <= nbest <= beam:
+        raise NmtkitError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
+    if min_len < 0:
+        raise NmtkitError(f"min_len must not be negative, got {min_len}")
+    if lenpen_form not in LENPEN_FORMS:
+        raise NmtkitError(f"unknown length penalty form {lenpen_form!r} (choose from {', '.join(LENPEN_FORMS)})")
+
+
+@torch.inference_mode()
+def beam_search(
+    model: EnsembleModel,
+    src_tokens: Tensor,
+    src_lengths: Tensor,
+    beam: int = 5,
+    nbest: int = 1,
+    max_len_a: float = 0.0,
+    max_len_b: int = 200,
+    min_len: int = 1,
+    lenpen: float = 1.0,
+    lenpen_form: str = "fairseq",
+    unkpen: float = 0.0,
+    return_attention: bool = True,
+) -> list[list[Hypothesis]]:
+    """Translate a batch: for each input sentence, up to ``nbest`` hypotheses, best first.
+
+    ``src_tokens`` ``[B, S]`` end with ``</s>`` and are right-padded (see the model contract);
+    ``return_attention=False`` skips collecting attention (``Hypothesis.attention`` is None).
+    """
+    _check_options(beam, nbest, min_len, lenpen_form)
+    n_sent, src_width = src_tokens.shape
+    device = src_tokens.device
+    vocab = len(model.tgt_dict)
+    src_lens = [int(n) for n in src_lengths.tolist()]
+    max_lens = [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lens]
+
+    encs = model.encode(src_tokens, src_lengths)
+    encs = model.reorder_encoder_out(encs, torch.arange(n_sent, device=device).repeat_interleave(beam))
+    states = model.init_decoder_state(encs)
+
+    active = list(range(n_sent))  # original ids of the sentences still in the batch
+    max_len_rows = torch.tensor(max_lens, device=device).repeat_interleave(beam)
+    beam_offsets = torch.arange(beam, device=device)
+    rows_n = n_sent * beam
+    tokens = torch.full((rows_n, 1), BOS_ID, dtype=torch.long, device=device)
+    scores = torch.zeros(rows_n, device=device)
+    pos_hist = torch.zeros(rows_n, 0, device=device)
+    attn_hist: Optional[Tensor] = None
+    finished: list[list[Hypothesis]] = [[] for _ in range(n_sent)]
+
+    step = 0
+    while active:
+        n_act = len(active)
+        lprobs, attn, states = model.decode_step(tokens[:, -1], states, encs)
+        if not return_attention:
+            attn = None
+
+        # -- constrain the distribution ---------------------------------------------------
+        force_any = step >= min(max_lens[s] for s in active)
+        if force_any:
+            eos_lp = lprobs[:, EOS_ID].clone()
+        lprobs[:, PAD_ID] = _NEG_INF
+        lprobs[:, BOS_ID] = _NEG_INF
+        if unkpen:
+            lprobs[:, UNK_ID] -= unkpen
+        if step < min_len:
+            lprobs[:, EOS_ID] = _NEG_INF
+        if force_any:
+            forced = max_len_rows <= step
+            lprobs.masked_fill_(forced.unsqueeze(1), _NEG_INF)
+            lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
+
+        # -- 2*beam candidates per sentence ------------------------------------------------
+        cand = lprobs + scores.unsqueeze(1)
+        cand = cand.view(n_act, beam, vocab)[:, 0] if step == 0 else cand.view(n_act, beam * vocab)
+        vals, flat = topk_ordered(cand, 2 * beam)
+        if vals.size(1) < 2 * beam:  # tiny vocabularies
+            pad = 2 * beam - vals.size(1)
+            vals = torch.cat([vals, vals.new_full((n_act, pad), _NEG_INF)], dim=1)
+            flat = torch.cat([flat, flat.new_zeros((n_act, pad))], dim=1)
+        beam_idx = torch.div(flat, vocab, rounding_mode="floor")
+        tok = flat.remainder(vocab)
+        rows = torch.arange(n_act, device=device).unsqueeze(1) * beam + beam_idx  # flat row ids
+        step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n_act, 2 * beam)
+        if unkpen:
+            step_lp = step_lp + unkpen * (tok == UNK_ID)  # record the model's own log-prob
+
+        valid = vals > _NEG_INF
+        ends = (tok[:, :beam] == EOS_ID) & valid[:, :beam]
+        goes_on = (tok != EOS_ID) & valid
+        order_key = torch.arange(2 * beam, device=device) + (~goes_on).long() * (2 * beam)
+        sel = order_key.argsort(dim=1)[:, :beam]
+        new_scores = vals.gather(1, sel).masked_fill(~goes_on.gather(1, sel), _NEG_INF)
+        new_rows = rows.gather(1, sel)
+        new_tok = tok.gather(1, sel)
+        new_lp = step_lp.gather(1, sel)
+
+        flags = torch.cat([ends, new_scores[:, :1] == _NEG_INF], dim=1).cpu()
+        ends_cpu, dead = flags[:, :beam], flags[:, beam].tolist()
+
+        # -- finished hypotheses (bookkeeping only for rows that ended) --------------------
+        if ends_cpu.any():
+            picks: list[tuple[int, int]] = []
+            for s, c in ends_cpu.nonzero().tolist():
+                sid = active[s]
+                if len(finished[sid]) + sum(1 for p in picks if p[0] == s) < beam:
+                    picks.append((s, c))
+            if picks:
+                ps = torch.tensor([p[0] for p in picks], device=device)
+                pc = torch.tensor([p[1] for p in picks], device=device)
+                prow = rows[ps, pc]
+                f_tok = tokens.index_select(0, prow)[:, 1:].cpu()
+                f_pos = torch.cat([pos_hist.index_select(0, prow), step_lp[ps, pc].unsqueeze(1)], 1).cpu()
+                f_val = vals[ps, pc].cpu().tolist()
+                f_att = None
+                if attn is not None:
+                    last = attn.index_select(0, prow).unsqueeze(1)
+                    f_att = (last if attn_hist is None else torch.cat([attn_hist.index_select(0, prow), last], 1)).cpu()
+                length = step + 1
+                div = length_penalty(length, lenpen, lenpen_form)
+                for i, (s, _) in enumerate(picks):
+                    sid = active[s]
+                    finished[sid].append(
+                        Hypothesis(
+                            tokens=f_tok[i].tolist(),
+                            score=f_val[i] / div,
+                            positional_scores=f_pos[i].float(),
+                            attention=None if f_att is None else f_att[i, :, : src_lens[sid]].float(),
+                            length=length,
+                        )
+                    )
+
+        keep = [
+            s for s, sid in enumerate(active)
+            if len(finished[sid]) < beam and step < max_lens[sid] and not dead[s]
+        ]
+        if not keep:
+            break
+
+        # -- advance the surviving beams, shrinking the batch when sentences completed -----
+        keep_t = torch.tensor(keep, device=device)
+        shrink = len(keep) < n_act
+        sel_rows = (new_rows.index_select(0, keep_t) if shrink else new_rows).reshape(-1)
+        tokens = torch.cat([tokens.index_select(0, sel_rows), (new_tok[keep_t] if shrink else new_tok).reshape(-1, 1)], 1)
+        pos_hist = torch.cat([pos_hist.index_select(0, sel_rows), (new_lp[keep_t] if shrink else new_lp).reshape(-1, 1)], 1)
+        scores = (new_scores[keep_t] if shrink else new_scores).reshape(-1)
+        if attn is not None:
+            last = attn.index_select(0, sel_rows).unsqueeze(1)
+            attn_hist = last if attn_hist is None else torch.cat([attn_hist.index_select(0, sel_rows), last], 1)
+        states = model.reorder_decoder_state(states, sel_rows)
+        if shrink:
+            enc_rows = (keep_t.unsqueeze(1) * beam + beam_offsets).reshape(-1)
+            encs = model.reorder_encoder_out(encs, enc_rows)
+            max_len_rows = max_len_rows.index_select(0, enc_rows)
+            active = [active[s] for s in keep]
+        step += 1
+
+    out = []
+    for hyps in finished:
+        ranked = sorted(hyps, key=lambda h: -h.score)  # stable: earlier-finished wins ties
+        out.append(ranked[:nbest])
+    return out

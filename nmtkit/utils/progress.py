@@ -1,0 +1,35 @@
+"""One look for progress bars: rich, on stderr, with a rate column (lines/s, sentences/s, ...)."""
+from __future__ import annotations
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from nmtkit.cli.common import console
+
+
+class RateColumn(ProgressColumn):
+    """Shows the task's speed in its own unit, e.g. ``12,345 lines/s``."""
+
+    def __init__(self, unit: str = "it") -> None:
+        super().__init__()
+        self.unit = unit
+
+    def render(self, task: Task) -> Text:
+        unit = task.fields.get("unit", self.unit)
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text(f"- {unit}/s", style="progress.data.speed")
+        return Text(f"{speed:,.0f} {unit}/s", style="progress.data.speed")
+
+
+def progress_bar(unit: str = "lines", transient: bool = False) -> Progress:
+    """A rich progress display writing to stderr; disabled automatically when not a terminal."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(unit),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+    )

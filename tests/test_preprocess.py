@@ -1,0 +1,154 @@
+"""nmtkit-preprocess end to end: layout, BPE consistency, filters, and every bad-input case."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli.preprocess import command
+from nmtkit.data.dataset import DataDir, collate, make_batches
+from nmtkit.data.text_pipeline import merge_bpe
+
+from conftest import write
+
+
+def run(args: list[str]):
+    return CliRunner().invoke(command, args, catch_exceptions=False)
+
+
+def base_args(raw: Path, dest: Path, *extra: str) -> list[str]:
+    return ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--validpref", str(raw / "valid"),
+            "--testpref", str(raw / "test"), "--destdir", str(dest), *extra]
+
+
+def test_layout_and_roundtrip(tiny_parallel, tmp_path):
+    dest = tmp_path / "bin"
+    res = run(base_args(tiny_parallel, dest, "--tokenizer", "moses", "--workers", "2"))
+    assert res.exit_code == 0, res.output
+    names = {p.name for p in dest.iterdir()}
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "de"):
+            assert {f"{split}.en-de.{lang}.bin", f"{split}.en-de.{lang}.idx", f"{split}.en-de.{lang}.tok"} <= names
+    meta = json.loads((dest / "meta.json").read_text())
+    assert meta["format_version"] == 1 and meta["splits"]["test"]["sentences"] == 6
+    data = DataDir(dest)
+    ds = data.load_split("test")
+    src_lines = (tiny_parallel / "test.en").read_text().splitlines()
+    for k, line in enumerate(src_lines):
+        assert data.src_dict.decode(ds[k][0].tolist()) == line.split()
+    assert ds.tokens_text("en") == src_lines
+
+
+def test_bpe_applied_consistently_and_reversible(tiny_parallel, tmp_path):
+    dest = tmp_path / "bin"
+    assert run(base_args(tiny_parallel, dest, "--bpe", "subword-nmt", "--bpe-merges", "15")).exit_code == 0
+    data = DataDir(dest)
+    pipe = data.pipeline("en")
+    ds = data.load_split("valid")
+    lines = (tiny_parallel / "valid.en").read_text().splitlines()
+    saw_split = False
+    for k, line in enumerate(lines):
+        pieces = data.src_dict.decode(ds[k][0].tolist())
+        assert pieces == pipe.encode(line)[1]  # translate-time pipeline == preprocess-time
+        assert merge_bpe(pieces) == line.split()
+        saw_split |= any(p.endswith("@@") for p in pieces)
+    assert saw_split
+    assert (dest / "bpe.codes").is_file()
+
+
+def test_length_filter_reports_counts(tmp_path):
+    raw = tmp_path / "raw"
+    long = " ".join(["w"] * 60)
+    write(raw / "train.en", f"a b\n{long}\n\nx\n")
+    write(raw / "train.de", f"a b\nc\nq\nx y z w v u t s r q p\n")
+    dest = tmp_path / "bin"
+    res = run(["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--destdir", str(dest), "--max-len-ratio", "5"])
+    assert res.exit_code == 0, res.output
+    removed = json.loads((dest / "meta.json").read_text())["splits"]["train"]["removed"]
+    assert removed == {"empty": 1, "too_long": 1, "bad_ratio": 1}
+    assert "1 empty" in res.output
+
+
+def test_only_newline_splits_lines(tmp_path):
+    raw = tmp_path / "raw"
+    write(raw / "train.en", "a\rb c\u2028d\n\x85e f\n".encode("utf-8"))
+    write(raw / "train.de", "x\ny\n")
+    dest = tmp_path / "bin"
+    assert run(["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--destdir", str(dest)]).exit_code == 0
+    assert json.loads((dest / "meta.json").read_text())["splits"]["train"]["sentences"] == 2
+
+
+@pytest.mark.parametrize(
+    "en, de, message",
+    [
+        ("a\nb\nc\n", "a\nb\n", r"train\.en has 3 lines, .*train\.de has 2 lines"),
+        (b"a\nb\xff\n", "a\nb\n", r"train\.en:2: invalid UTF-8"),
+        ("", "", r"train\.en: file is empty"),
+        ("a\n\nb\n", "a\nb\nc\n", r"train\.en:2: empty line in training data"),
+    ],
+    ids=["line-count", "utf8", "empty-file", "strict-empty-line"],
+)
+def test_bad_input_one_line_error_and_nothing_written(tmp_path, en, de, message):
+    raw = tmp_path / "raw"
+    write(raw / "train.en", en)
+    write(raw / "train.de", de)
+    dest = tmp_path / "bin"
+    res = CliRunner().invoke(command, ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--destdir", str(dest), "--strict"])
+    assert res.exit_code == 1
+    err_lines = [l for l in res.output.splitlines() if l.strip()]
+    assert len(err_lines) == 1 and err_lines[0].startswith("nmtkit-preprocess: error:")
+    import re
+    assert re.search(message, err_lines[0]), err_lines[0]
+    assert not dest.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".bin.")]  # no temp dir left
+
+
+def test_missing_file(tmp_path):
+    res = CliRunner().invoke(command, ["-s", "en", "-t", "de", "--trainpref", str(tmp_path / "nope"), "--destdir", str(tmp_path / "o")])
+    assert res.exit_code == 1 and "nope.en: no such file" in res.output
+
+
+def test_refuses_nonempty_destdir_unless_overwrite(tiny_parallel, tmp_path):
+    dest = tmp_path / "bin"
+    write(dest / "precious.txt", "keep me")
+    res = CliRunner().invoke(command, base_args(tiny_parallel, dest))
+    assert res.exit_code == 1 and "not empty" in res.output
+    assert (dest / "precious.txt").read_text() == "keep me"
+    assert run(base_args(tiny_parallel, dest, "--overwrite")).exit_code == 0
+    assert not (dest / "precious.txt").exists() and (dest / "meta.json").exists()
+
+
+def test_failed_overwrite_keeps_old_output(tiny_parallel, tmp_path):
+    dest = tmp_path / "bin"
+    assert run(base_args(tiny_parallel, dest)).exit_code == 0
+    before = (dest / "meta.json").read_text()
+    write(tiny_parallel / "test.de", b"\xff\n")
+    res = CliRunner().invoke(command, base_args(tiny_parallel, dest, "--overwrite"))
+    assert res.exit_code == 1 and "test.de:1: invalid UTF-8" in res.output
+    assert (dest / "meta.json").read_text() == before
+
+
+def test_reuse_dictionaries(tiny_parallel, tmp_path):
+    first = tmp_path / "a"
+    assert run(base_args(tiny_parallel, first, "--thresholdsrc", "2")).exit_code == 0
+    second = tmp_path / "b"
+    res = run(["-s", "en", "-t", "de", "--testpref", str(tiny_parallel / "test"), "--destdir", str(second),
+               "--srcdict", str(first / "dict.en.txt"), "--tgtdict", str(first / "dict.de.txt")])
+    assert res.exit_code == 0, res.output
+    assert DataDir(second).src_dict == DataDir(first).src_dict
+
+
+def test_batches_cover_every_pair_once_within_budget(tiny_parallel, tmp_path):
+    dest = tmp_path / "bin"
+    assert run(base_args(tiny_parallel, dest)).exit_code == 0
+    ds = DataDir(dest).load_split("train")
+    batches = make_batches(ds.src_sizes, ds.tgt_sizes, max_tokens=16, seed=3, epoch=2)
+    assert sorted(i for b in batches for i in b) == list(range(len(ds)))
+    assert batches == make_batches(ds.src_sizes, ds.tgt_sizes, max_tokens=16, seed=3, epoch=2)
+    for b in batches:
+        batch = collate([ds[i] for i in b], b)
+        assert batch.src_tokens.numel() <= 16 or len(b) == 1
+        assert (batch.prev_output_tokens[:, 0] == 1).all()
+        assert batch.ntokens == int((batch.target != 0).sum())

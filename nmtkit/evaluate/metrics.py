@@ -167,9 +167,10 @@ def paired_bootstrap(systems: Sequence[tuple[str, Sequence[str]]], refs: Sequenc
     """Paired bootstrap resampling (Koehn 2004) with sacrebleu's own implementation.
 
     ``systems`` is ``[(name, hyps), ...]``; the first is the baseline, every other system
-    gets a p-value for "differs from the baseline".  The resampling is seeded by sacrebleu
-    (``SACREBLEU_SEED``, default 12345), so repeated runs agree.  Results come back
-    system by system, metrics in the order given.
+    gets a p-value for "differs from the baseline" (a system scoring exactly the
+    baseline's score gets p = 1.0; sacrebleu alone would report its minimum p).  The
+    resampling is seeded by sacrebleu (``SACREBLEU_SEED``, default 12345), so repeated
+    runs agree.  Results come back system by system, metrics in the order given.
     """
     from sacrebleu.significance import PairedTest
 
@@ -193,13 +194,19 @@ def paired_bootstrap(systems: Sequence[tuple[str, Sequence[str]]], refs: Sequenc
     for k, sys_name in enumerate(names):
         for metric_name in signatures:  # sacrebleu keeps the metric order given
             r = table[metric_name][k]
+            p_value = r.p_value
+            if p_value is not None and r.score == table[metric_name][0].score:
+                # sacrebleu counts resampled differences strictly above the observed one,
+                # so identical systems would get the smallest possible p (1/(n+1)).
+                # No observed difference is no evidence of one: p = 1.
+                p_value = 1.0
             results.append(BootstrapResult(
                 system=str(sys_name),
                 metric=metric_name,
                 score=float(r.score),
                 mean=None if r.mean is None else float(r.mean),
                 ci=None if r.ci is None else float(r.ci),
-                p_value=None if r.p_value is None else float(r.p_value),
+                p_value=None if p_value is None else float(p_value),
                 signature=str(signatures[metric_name]),
             ))
     return results

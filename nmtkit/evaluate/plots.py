@@ -148,6 +148,9 @@ def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
     positive = [v for v in values if v > 0]
     if positive and max(positive) / min(positive) >= 10:
         ax.set_yscale("log")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("perplexity")
     ax.grid(True, alpha=0.3)

@@ -1,0 +1,218 @@
+"""Named architectures (presets): the papers' configurations and CPU-sized ones.
+
+Each preset fills only options the user left unset (``cfg.setdefault``); the first line of
+its docstring is what ``nmtkit-train --list-archs`` prints.
+
+Luong et al. (2015) models are 4 layers x 1000 LSTM cells with 1000-dim embeddings, uniform
+init in [-0.1, 0.1], dropout 0.2 where dropout is used and window D = 10 for local attention.
+Table 1 rows are cumulative (Base; +reverse; +dropout; +global attention (location); +feed
+input; local-p (general) + feed input), so every attentional row keeps reversal and dropout.
+The Table 4 presets (attention architectures, all with input feeding) use the same setting.
+"""
+from __future__ import annotations
+
+from nmtkit.models.registry import register_arch
+
+
+# -- shared settings -----------------------------------------------------------------------
+def _luong_paper(cfg: dict) -> None:
+    """Luong et al.'s 4 x 1000 stacked LSTM, 1000-dim embeddings, U(-0.1, 0.1) init."""
+    cfg.setdefault("embed_dim", 1000)
+    cfg.setdefault("hidden_size", 1000)
+    cfg.setdefault("layers", 4)
+    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("window", 10)
+
+
+def _luong_attentional(cfg: dict, attention: str, score: str, feed: bool = True) -> None:
+    """Table 1 attentional rows and Table 4: reverse + dropout 0.2 + the given attention."""
+    cfg.setdefault("source_reversal", True)
+    cfg.setdefault("dropout", 0.2)
+    cfg.setdefault("attention", attention)
+    cfg.setdefault("score", score)
+    cfg.setdefault("input_feeding", feed)
+    _luong_paper(cfg)
+
+
+def _no_attention(cfg: dict, reverse: bool, dropout: float) -> None:
+    cfg.setdefault("attention", "none")
+    cfg.setdefault("input_feeding", False)
+    cfg.setdefault("source_reversal", reverse)
+    cfg.setdefault("dropout", dropout)
+    _luong_paper(cfg)
+
+
+# -- Luong et al. 2015 --------------------------------------------------------------------------
+@register_arch("luong", "luong_wmt_en_de")
+def luong_wmt_en_de(cfg: dict) -> None:
+    """Luong et al. 2015 best single WMT'14 En-De model: 4x1000 LSTM, local-p (general), input feeding, reverse, dropout 0.2."""
+    _luong_attentional(cfg, "local-p", "general")
+
+
+@register_arch("luong", "luong_t1_base")
+def luong_t1_base(cfg: dict) -> None:
+    """Luong et al. 2015 Table 1 'Base': 4x1000 LSTM encoder-decoder, no attention, no reversal, no dropout."""
+    _no_attention(cfg, reverse=False, dropout=0.0)
+
+
+@register_arch("luong", "luong_t1_base_reverse")
+def luong_t1_base_reverse(cfg: dict) -> None:
+    """Luong et al. 2015 Table 1 'Base + reverse': no attention, source reversed."""
+    _no_attention(cfg, reverse=True, dropout=0.0)
+
+
+@register_arch("luong", "luong_t1_base_reverse_dropout")
+def luong_t1_base_reverse_dropout(cfg: dict) -> None:
+    """Luong et al. 2015 Table 1 'Base + reverse + dropout': no attention, reversed, dropout 0.2."""
+    _no_attention(cfg, reverse=True, dropout=0.2)
+
+
+@register_arch("luong", "luong_t1_global_location")
+def luong_t1_global_location(cfg: dict) -> None:
+    """Luong et al. 2015 Table 1 '+ global attention (location)': reverse, dropout 0.2, no input feeding."""
+    _luong_attentional(cfg, "global", "location", feed=False)
+
+
+@register_arch("luong", "luong_t1_global_location_feed")
+def luong_t1_global_location_feed(cfg: dict) -> None:
+    """Luong et al. 2015 Table 1 '+ feed input': global attention (location), input feeding, reverse, dropout 0.2."""
+    _luong_attentional(cfg, "global", "location")
+
+
+@register_arch("luong", "luong_t1_local_p_general_feed")
+def luong_t1_local_p_general_feed(cfg: dict) -> None:
+    """Luong et al. 2015 Table 1 'local-p attention (general) + feed input': reverse, dropout 0.2."""
+    _luong_attentional(cfg, "local-p", "general")
+
+
+def _register_table4() -> None:
+    rows = [
+        ("global", "location"), ("global", "dot"), ("global", "general"),
+        ("local-m", "dot"), ("local-m", "general"),
+        ("local-p", "dot"), ("local-p", "general"),
+    ]
+    for attention, score in rows:
+        name = f"luong_t4_{attention.replace('-', '_')}_{score}"
+
+        def preset(cfg: dict, attention: str = attention, score: str = score) -> None:
+            _luong_attentional(cfg, attention, score)
+
+        preset.__name__ = name
+        preset.__doc__ = (
+            f"Luong et al. 2015 Table 4 row '{attention} ({score})': 4x1000 LSTM, "
+            "input feeding, reverse, dropout 0.2."
+        )
+        register_arch("luong", name)(preset)
+
+
+_register_table4()
+
+
+# -- Bahdanau et al. 2015 -----------------------------------------------------------------------
+@register_arch("rnnsearch", "rnnsearch_50")
+def rnnsearch_50(cfg: dict) -> None:
+    """Bahdanau et al. 2015 RNNsearch-50: biGRU 1000 per direction, 620-dim embeddings, maxout 500."""
+    cfg.setdefault("embed_dim", 620)
+    cfg.setdefault("hidden_size", 1000)
+    cfg.setdefault("attention_dim", 1000)
+    cfg.setdefault("maxout_size", 500)
+    cfg.setdefault("layers", 1)
+    cfg.setdefault("dropout", 0.0)
+    cfg.setdefault("init_scale", 0.1)
+
+
+@register_arch("rnnencdec", "rnnencdec_50")
+def rnnencdec_50(cfg: dict) -> None:
+    """Bahdanau et al. 2015 RNNencdec-50 baseline: GRU 1000, 620-dim embeddings, summary fed every step."""
+    cfg.setdefault("cell", "gru")
+    cfg.setdefault("embed_dim", 620)
+    cfg.setdefault("hidden_size", 1000)
+    cfg.setdefault("layers", 1)
+    cfg.setdefault("feed_context", True)
+    cfg.setdefault("dropout", 0.0)
+    cfg.setdefault("init_scale", 0.1)
+
+
+# -- CPU-sized (Multi30k-scale data) ----------------------------------------------------------------
+@register_arch("luong", "luong_small")
+def luong_small(cfg: dict) -> None:
+    """CPU-sized Luong model: 2x256 LSTM, 256-dim embeddings, global (general) attention, input feeding, dropout 0.2."""
+    cfg.setdefault("embed_dim", 256)
+    cfg.setdefault("hidden_size", 256)
+    cfg.setdefault("layers", 2)
+    cfg.setdefault("dropout", 0.2)
+    cfg.setdefault("attention", "global")
+    cfg.setdefault("score", "general")
+    cfg.setdefault("input_feeding", True)
+    cfg.setdefault("init_scale", 0.1)
+
+
+@register_arch("luong", "luong_medium")
+def luong_medium(cfg: dict) -> None:
+    """CPU-sized Luong model: 2x512 LSTM, 512-dim embeddings, global (general) attention, input feeding, dropout 0.3."""
+    cfg.setdefault("embed_dim", 512)
+    cfg.setdefault("hidden_size", 512)
+    cfg.setdefault("dropout", 0.3)
+    luong_small(cfg)
+
+
+@register_arch("rnnsearch", "rnnsearch_small")
+def rnnsearch_small(cfg: dict) -> None:
+    """CPU-sized RNNsearch: biGRU 256 per direction, 256-dim embeddings, maxout 256, dropout 0.2."""
+    cfg.setdefault("embed_dim", 256)
+    cfg.setdefault("hidden_size", 256)
+    cfg.setdefault("attention_dim", 256)
+    cfg.setdefault("maxout_size", 256)
+    cfg.setdefault("layers", 1)
+    cfg.setdefault("dropout", 0.2)
+    cfg.setdefault("init_scale", 0.1)
+
+
+@register_arch("rnnencdec", "rnnencdec_small")
+def rnnencdec_small(cfg: dict) -> None:
+    """CPU-sized attention-free baseline: 2x256 LSTM, 256-dim embeddings, reversed source, dropout 0.2."""
+    cfg.setdefault("cell", "lstm")
+    cfg.setdefault("embed_dim", 256)
+    cfg.setdefault("hidden_size", 256)
+    cfg.setdefault("layers", 2)
+    cfg.setdefault("source_reversal", True)
+    cfg.setdefault("dropout", 0.2)
+    cfg.setdefault("init_scale", 0.1)
+
+
+# -- tiny (tests and the demo: < 1M parameters with a 200-word vocabulary) ---------------------------
+@register_arch("luong", "luong_tiny")
+def luong_tiny(cfg: dict) -> None:
+    """Tiny Luong model for tests and demos: 2x96 LSTM, 64-dim embeddings, global (general), input feeding."""
+    cfg.setdefault("embed_dim", 64)
+    cfg.setdefault("hidden_size", 96)
+    cfg.setdefault("layers", 2)
+    cfg.setdefault("dropout", 0.1)
+    cfg.setdefault("attention", "global")
+    cfg.setdefault("score", "general")
+    cfg.setdefault("input_feeding", True)
+    cfg.setdefault("init_scale", 0.1)
+
+
+@register_arch("rnnsearch", "rnnsearch_tiny")
+def rnnsearch_tiny(cfg: dict) -> None:
+    """Tiny RNNsearch for tests and demos: biGRU 96 per direction, 64-dim embeddings, maxout 64."""
+    cfg.setdefault("embed_dim", 64)
+    cfg.setdefault("hidden_size", 96)
+    cfg.setdefault("attention_dim", 96)
+    cfg.setdefault("maxout_size", 64)
+    cfg.setdefault("layers", 1)
+    cfg.setdefault("dropout", 0.1)
+    cfg.setdefault("init_scale", 0.1)
+
+
+@register_arch("rnnencdec", "rnnencdec_tiny")
+def rnnencdec_tiny(cfg: dict) -> None:
+    """Tiny attention-free baseline for tests and demos: 2x96 LSTM, 64-dim embeddings, reversed source."""
+    cfg.setdefault("cell", "lstm")
+    cfg.setdefault("embed_dim", 64)
+    cfg.setdefault("hidden_size", 96)
+    cfg.setdefault("layers", 2)
+    cfg.setdefault("source_reversal", True)
+    cfg.setdefault("dropout", 0.1)
+    cfg.setdefault("init_scale", 0.1)

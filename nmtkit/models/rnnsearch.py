@@ -1,0 +1,126 @@
+"""RNNsearch (Bahdanau, Cho & Bengio 2015): bidirectional GRU encoder, additive attention,
+GRU decoder with a maxout deep output.
+
+* Annotations ``h_j = [->h_j; <-h_j]`` (top layer of a stacked bidirectional GRU).
+* ``s_0 = tanh(W_s <-h_1)``: the backward encoder state at the first word the encoder
+  read (the backward RNN's final state), one projection per decoder layer.
+* Step ``i``: ``c_i`` attends from the previous top decoder state ``s_{i-1}``;
+  ``t~_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i`` (one linear map over the concatenation),
+  ``t_i = maxout(t~_i)`` with pool size 2 (``maxout_size`` units), logits ``= W_o t_i``;
+  then ``s_i = GRU([E y_{i-1}; c_i], s_{i-1})`` for the next step (appendix A.2.2).
+
+Dropout (off in the paper's preset) applies to the embeddings, between stacked layers and to
+``t_i`` before the output layer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from nmtkit.data.dictionary import PAD_ID
+from nmtkit.models.attention import AdditiveAttention
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
+from nmtkit.models.common import BaseConfig, batch_first, layers_first, lengths_to_mask, require
+from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.registry import register_model
+
+
+@dataclass
+class RNNSearchConfig(BaseConfig):
+    """Options of the ``rnnsearch`` model; ``hidden_size`` is per direction in the encoder."""
+
+    embed_dim: int = 256
+    hidden_size: int = 256
+    layers: int = 1
+    dropout: float = 0.0
+    #: Hidden units of the alignment model (n' in the paper).
+    attention_dim: int = 256
+    #: Units after maxout (l in the paper); the layer before pooling has twice as many.
+    maxout_size: int = 256
+
+    def validate(self) -> None:
+        super().validate()
+        require(self.attention_dim >= 1, f"attention_dim must be >= 1, got {self.attention_dim}")
+        require(self.maxout_size >= 1, f"maxout_size must be >= 1, got {self.maxout_size}")
+
+
+@register_model("rnnsearch")
+class RNNSearchModel(Seq2SeqModel):
+    """Bahdanau et al.'s jointly aligning and translating model."""
+
+    Config = RNNSearchConfig
+
+    def __init__(self, cfg: RNNSearchConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
+        super().__init__(cfg, src_dict, tgt_dict)
+        h = cfg.hidden_size
+        self.encoder = RNNEncoder(
+            len(src_dict), cfg.embed_dim, h, cfg.layers, cell="gru", bidirectional=True,
+            dropout=cfg.dropout, reverse_source=cfg.source_reversal,
+        )
+        self.W_s = nn.Linear(h, cfg.layers * h)
+        self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)
+        self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
+        self.decoder = nn.GRU(
+            cfg.embed_dim + 2 * h, h, num_layers=cfg.layers, batch_first=True,
+            dropout=cfg.dropout if cfg.layers > 1 else 0.0,
+        )
+        self.deep_output = nn.Linear(h + cfg.embed_dim + 2 * h, 2 * cfg.maxout_size)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.output_projection = nn.Linear(cfg.maxout_size, len(tgt_dict))
+
+    def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
+        enc = self.encoder(src_tokens, src_lengths)
+        extra = {
+            "keys": self.attention.precompute_keys(enc.outputs),
+            # h_n[-1]: top layer, backward direction, i.e. its state at the first word read.
+            "backward_first": enc.h_n[-1],
+        }
+        mask = lengths_to_mask(src_lengths, src_tokens.size(1))
+        return EncoderOutput(states=enc.outputs, mask=mask, extra=extra)
+
+    def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
+        init = enc.extra["backward_first"]
+        s0 = torch.tanh(self.W_s(init)).view(init.size(0), self.cfg.layers, self.cfg.hidden_size)
+        return {"s": s0}
+
+    def _step(
+        self, emb: Tensor, state: DecoderState, enc: EncoderOutput, advance: bool = True
+    ) -> tuple[Tensor, Tensor, DecoderState]:
+        """Embedded previous tokens ``[N, E]`` (dropout applied) -> (maxout output ``t_i``
+        ``[N, M]``, attention ``[N, S]``, new state).  Shared by decode_step and forward;
+        ``advance=False`` skips computing ``s_i`` (forward's last step never reads it)."""
+        s_prev = state["s"]
+        top = s_prev[:, -1]
+        context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"])
+        t_pre = self.deep_output(torch.cat([top, emb, context], dim=-1))
+        t = t_pre.view(t_pre.size(0), -1, 2).max(dim=-1).values
+        if not advance:
+            return t, weights, state
+        x = torch.cat([emb, context], dim=-1).unsqueeze(1)
+        _, s_new = self.decoder(x, layers_first(s_prev))
+        return t, weights, {"s": batch_first(s_new)}
+
+    def decode_step(
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+    ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
+        t, weights, new_state = self._step(self.dropout(self.tgt_embed(prev_tokens)), state, enc)
+        logits = self.output_projection(self.dropout(t))
+        return torch.log_softmax(logits, dim=-1), weights, new_state
+
+    def forward(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+    ) -> tuple[Tensor, Optional[Tensor]]:
+        enc = self.encode(src_tokens, src_lengths)
+        state = self.init_decoder_state(enc)
+        emb = self.dropout(self.tgt_embed(prev_output_tokens))
+        outs, attns = [], []
+        tgt_len = emb.size(1)
+        for i in range(tgt_len):  # c_i depends on s_{i-1}: inherently step by step
+            t, weights, state = self._step(emb[:, i], state, enc, advance=i < tgt_len - 1)
+            outs.append(t)
+            attns.append(weights)
+        logits = self.output_projection(self.dropout(torch.stack(outs, dim=1)))
+        return logits, torch.stack(attns, dim=1)

@@ -1,0 +1,178 @@
+"""Word alignments from attention (Luong et al. 2015, section 5.4), at the level of the user's words.
+
+The model attends over subword pieces and emits pieces; alignments are wanted between
+words.  Steps:
+
+1. Keep the rows of the real target pieces and the columns of the real source pieces (the
+   ``</s>`` column, padding and the ``</s>`` target row are dropped; with ``align_shift=1``
+   the row of step ``t + 1`` stands for piece ``t``, so the ``</s>`` step row is used by the
+   last piece).  Each kept row is renormalised to sum to one over the real source pieces.
+2. Merge pieces into words: a source word's column is the **sum** of its pieces' columns
+   (the attention mass the word received); a target word's row is the **mean** of its
+   pieces' rows (so long words do not count more).
+3. For every target word, the source word with the highest merged weight (ties: the lower
+   source index); target words whose rows carry no weight are left unaligned.
+
+Links are ``(i, j)``: ``i`` source word index, ``j`` target word index, in target order.
+Mapping pieces to words is :func:`nmtkit.data.text_pipeline.piece_to_token_index`; when the
+tokenizer split the user's words further, compose it with :func:`map_tokens_to_words`.
+Pharaoh output is :func:`nmtkit.evaluate.alignment_io.format_pharaoh`.
+
+``align_shift`` (Luong footnote 14): with content-based scores, the attention computed at
+step ``t`` (from ``h_t``, which has read ``y_{t-1}``) tends to align the *previous* target
+word, so ``align_shift=1`` reads target word ``t``'s alignment from the row of step ``t+1``.
+"""
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Optional, Sequence
+
+import torch
+from torch import Tensor
+
+from nmtkit.data.text_pipeline import piece_to_token_index, split_words
+from nmtkit.errors import NmtkitError
+
+Link = tuple[int, int]
+
+
+def _one_hot(groups: Sequence[int], n_groups: int) -> Tensor:
+    m = torch.zeros(len(groups), n_groups, dtype=torch.float64)
+    m[torch.arange(len(groups)), torch.as_tensor(list(groups), dtype=torch.long)] = 1.0
+    return m
+
+
+def merge_attention(
+    attention: Tensor,
+    src_word_of: Sequence[int],
+    tgt_word_of: Sequence[int],
+    align_shift: int = 0,
+    n_src_words: Optional[int] = None,
+    n_tgt_words: Optional[int] = None,
+) -> Tensor:
+    """Piece-level attention ``[T_rows, S_cols]`` -> word-level ``[n_tgt_words, n_src_words]``.
+
+    ``src_word_of[k]`` / ``tgt_word_of[k]``: the word index of source / target piece ``k``.
+    ``attention`` must have at least ``len(tgt_word_of) + align_shift`` rows and
+    ``len(src_word_of)`` columns (extra columns -- ``</s>``, padding -- are ignored).
+    """
+    if align_shift not in (0, 1):
+        raise NmtkitError(f"align shift must be 0 or 1, got {align_shift}")
+    n_tp, n_sp = len(tgt_word_of), len(src_word_of)
+    n_src_words = n_src_words if n_src_words is not None else (max(src_word_of) + 1 if n_sp else 0)
+    n_tgt_words = n_tgt_words if n_tgt_words is not None else (max(tgt_word_of) + 1 if n_tp else 0)
+    if n_tp == 0 or n_sp == 0:
+        return torch.zeros(n_tgt_words, n_src_words, dtype=torch.float64)
+    if attention.size(0) < n_tp + align_shift or attention.size(1) < n_sp:
+        raise ValueError(
+            f"attention {tuple(attention.shape)} too small for {n_tp} target pieces (shift {align_shift}) "
+            f"and {n_sp} source pieces"
+        )
+    a = attention[align_shift : align_shift + n_tp, :n_sp].detach().to("cpu", torch.float64)
+    a = a / a.sum(dim=1, keepdim=True).clamp_min(1e-300)
+    cols = a @ _one_hot(src_word_of, n_src_words)  # sum over a source word's pieces
+    rows = _one_hot(tgt_word_of, n_tgt_words).t()  # [n_tgt_words, n_tp]
+    rows = rows / rows.sum(dim=1, keepdim=True).clamp_min(1.0)  # mean over a target word's pieces
+    return rows @ cols
+
+
+def align_words(
+    attention: Tensor,
+    src_word_of: Sequence[int],
+    tgt_word_of: Sequence[int],
+    align_shift: int = 0,
+    n_src_words: Optional[int] = None,
+    n_tgt_words: Optional[int] = None,
+) -> list[Link]:
+    """One link per target word to its most-attended source word (see the module docstring)."""
+    merged = merge_attention(attention, src_word_of, tgt_word_of, align_shift, n_src_words, n_tgt_words)
+    if merged.numel() == 0:
+        return []
+    best = merged.argmax(dim=1).tolist()  # first maximum: lower source index wins ties
+    has_mass = (merged.sum(dim=1) > 0).tolist()
+    return [(i, j) for j, (i, ok) in enumerate(zip(best, has_mass)) if ok]
+
+
+def align_pieces(
+    attention: Tensor, src_pieces: Sequence[str], tgt_pieces: Sequence[str], align_shift: int = 0
+) -> list[Link]:
+    """Word links from piece attention, words being the tokens before BPE (``@@`` markers)."""
+    return align_words(
+        attention, piece_to_token_index(list(src_pieces)), piece_to_token_index(list(tgt_pieces)), align_shift
+    )
+
+
+# -- tokens -> the user's whitespace words -------------------------------------------------
+_MOSES_ESCAPES = {
+    "&amp;": "&", "&#124;": "|", "&lt;": "<", "&gt;": ">", "&apos;": "'", "&quot;": '"',
+    "&#91;": "[", "&#93;": "]", "&bar;": "|", "&bra;": "[", "&ket;": "]",
+}
+_ESCAPE_RE = re.compile("|".join(re.escape(k) for k in _MOSES_ESCAPES))
+_DASH_SPLIT = re.compile(r"^@(\S+)@$")  # Moses aggressive hyphen splitting writes "@-@"
+
+
+def unescape_moses(token: str) -> str:
+    """Undo one level of Moses XML escaping (``&amp;`` -> ``&``, ``&apos;`` -> ``'``, ...) and ``@-@``."""
+    m = _DASH_SPLIT.match(token)
+    if m:
+        return m.group(1)
+    return _ESCAPE_RE.sub(lambda mm: _MOSES_ESCAPES[mm.group(0)], token)
+
+
+def _fold(text: str) -> str:
+    """Lowercase character by character, keeping the length (so indices stay aligned)."""
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or a.lower() == b.lower()
+
+
+def map_tokens_to_words(original_line: str, tokens: Sequence[str]) -> list[int]:
+    """For each tokenizer token, the index of the whitespace word of ``original_line`` it came from.
+
+    Works by aligning characters: each token is matched as written or, failing that, with
+    Moses escapes undone (so both escaped and unescaped tokens work); letter case is ignored
+    (lowercasing pipelines).  If the tokenizer changed the text in some other way, a
+    character-level diff of the whole line aligns what it can; a token with no aligned
+    character takes the word of the token before it (or the first word).
+    """
+    words = split_words(original_line)
+    line_chars: list[str] = []
+    char_word: list[int] = []
+    for w_idx, w in enumerate(words):
+        line_chars.extend(w)
+        char_word.extend([w_idx] * len(w))
+    line = "".join(line_chars)
+
+    out: list[int] = []
+    pos = 0
+    for tok in tokens:
+        for form in dict.fromkeys((tok, unescape_moses(tok))):
+            form = "".join(form.split())
+            seg = line[pos : pos + len(form)]
+            if form and len(seg) == len(form) and all(_same(x, y) for x, y in zip(seg, form)):
+                out.append(char_word[pos])
+                pos += len(form)
+                break
+        else:
+            return _map_by_diff(words, line, char_word, tokens)
+    return out
+
+
+def _map_by_diff(words: list[str], line: str, char_word: list[int], tokens: Sequence[str]) -> list[int]:
+    forms = ["".join(unescape_moses(t).split()) for t in tokens]
+    tok_text = "".join(forms)
+    char_tok: list[int] = []
+    for t_idx, f in enumerate(forms):
+        char_tok.extend([t_idx] * len(f))
+    matcher = difflib.SequenceMatcher(None, _fold(line), _fold(tok_text), autojunk=False)
+    first: dict[int, int] = {}
+    for blk in matcher.get_matching_blocks():
+        for k in range(blk.size):
+            first.setdefault(char_tok[blk.b + k], char_word[blk.a + k])
+    out: list[int] = []
+    for t_idx in range(len(tokens)):
+        out.append(first.get(t_idx, out[-1] if out else 0))
+    return out

@@ -81,7 +81,8 @@ def plot_attention(path: str | os.PathLike, attention: Any, src_words: Sequence[
 
 @dataclass(frozen=True)
 class HeatmapEntry:
-    """One heatmap on the HTML page: the PNG and the sentence pair it shows."""
+    """One heatmap on the HTML page: the PNG (absolute, or relative to the current
+    directory) and the sentence pair it shows."""
 
     image: str
     src_words: Sequence[str]

@@ -1,0 +1,204 @@
+"""The registry: presets fill only unset options, overrides win, mistakes are one-line errors."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.errors import NmtkitError
+from nmtkit.models import (
+    arch_description,
+    build_model,
+    config_from_dict,
+    config_to_dict,
+    list_archs,
+    list_models,
+    resolve_config,
+)
+from nmtkit.models.base import Seq2SeqModel
+from nmtkit.models.common import BaseConfig
+from nmtkit.models.registry import Registry
+
+torch.set_num_threads(1)
+
+
+# -- a private registry with a dummy model -------------------------------------------------------
+@dataclass
+class DummyConfig(BaseConfig):
+    mode: str = "a"
+    width: int = 3
+
+
+class Dummy(Seq2SeqModel):
+    Config = DummyConfig
+
+
+@pytest.fixture
+def reg() -> Registry:
+    r = Registry()
+    r.register_model("dummy")(Dummy)
+
+    @r.register_arch("dummy", "dummy_big")
+    def dummy_big(cfg: dict) -> None:
+        """A big dummy."""
+        cfg.setdefault("hidden_size", 1000)
+        cfg.setdefault("mode", "b")
+
+    return r
+
+
+def test_preset_fills_unset_options_and_defaults_fill_the_rest(reg: Registry) -> None:
+    name, cfg = reg.resolve_config("dummy_big", {})
+    assert name == "dummy" and Dummy.model_name == "dummy"
+    assert (cfg.hidden_size, cfg.mode, cfg.width, cfg.embed_dim) == (1000, "b", 3, 256)
+
+
+def test_overrides_win_and_none_counts_as_unset(reg: Registry) -> None:
+    _, cfg = reg.resolve_config("dummy_big", {"hidden_size": 7, "mode": None, "width": 9})
+    assert (cfg.hidden_size, cfg.mode, cfg.width) == (7, "b", 9)
+
+
+def test_duplicate_registration_is_an_error(reg: Registry) -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register_model("dummy")(Dummy)
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register_arch("dummy", "dummy_big")(lambda cfg: None)
+    with pytest.raises(ValueError, match="not registered"):
+        reg.register_arch("nosuchmodel", "x")(lambda cfg: None)
+
+
+def test_preset_that_overwrites_a_user_option_is_caught(reg: Registry) -> None:
+    @reg.register_arch("dummy", "dummy_bad")
+    def dummy_bad(cfg: dict) -> None:
+        cfg["width"] = 1
+
+    with pytest.raises(RuntimeError, match="overwrote"):
+        reg.resolve_config("dummy_bad", {"width": 5})
+
+
+def test_unknown_arch_lists_known_archs(reg: Registry) -> None:
+    with pytest.raises(NmtkitError, match="unknown arch 'nope'; known archs: dummy_big"):
+        reg.resolve_config("nope", {})
+    with pytest.raises(NmtkitError, match="luong_wmt_en_de"):
+        resolve_config("luong_wmt_en_dee", {})
+
+
+def test_unknown_option_is_an_error(reg: Registry) -> None:
+    with pytest.raises(NmtkitError, match="unknown option colour"):
+        reg.resolve_config("dummy_big", {"colour": 1})
+    with pytest.raises(NmtkitError, match="unknown option maxout_size"):
+        resolve_config("luong_small", {"maxout_size": 3})
+    with pytest.raises(NmtkitError, match="unknown option bogus"):
+        config_from_dict("luong", {"bogus": True})
+
+
+def test_option_values_are_converted_or_rejected() -> None:
+    _, cfg = resolve_config("luong_tiny", {"window": "5", "dropout": 0, "input_feeding": "false"})
+    assert cfg.window == 5 and isinstance(cfg.dropout, float) and cfg.input_feeding is False
+    with pytest.raises(NmtkitError, match="option window expects int"):
+        resolve_config("luong_tiny", {"window": "five"})
+    with pytest.raises(NmtkitError, match="option source_reversal expects bool"):
+        resolve_config("luong_tiny", {"source_reversal": "maybe"})
+
+
+@pytest.mark.parametrize(
+    "arch,overrides,reason",
+    [
+        ("luong_t1_base", {"input_feeding": True}, "input_feeding needs attention"),
+        ("luong_small", {"attention": "local-p", "window": 0}, "window >= 1"),
+        ("luong_small", {"score": "bilinear"}, "score must be one of dot, general, concat, location"),
+        ("luong_small", {"attention": "local"}, "attention must be one of"),
+        ("luong_small", {"score": "location", "max_source_positions": 0}, "max_source_positions >= 1"),
+        ("luong_small", {"dropout": 1.0}, r"dropout must be in \[0, 1\)"),
+        ("luong_small", {"layers": 0}, "layers must be >= 1"),
+        ("rnnencdec_tiny", {"cell": "rnn"}, "cell must be one of lstm, gru"),
+        ("rnnsearch_tiny", {"maxout_size": 0}, "maxout_size must be >= 1"),
+    ],
+)
+def test_contradictory_or_bad_options_are_one_line_errors(arch: str, overrides: dict, reason: str) -> None:
+    with pytest.raises(NmtkitError, match=reason) as info:
+        resolve_config(arch, overrides)
+    assert "\n" not in str(info.value)
+
+
+REQUIRED = {
+    "luong_wmt_en_de": "luong",
+    "luong_t1_base": "luong",
+    "luong_t1_base_reverse": "luong",
+    "luong_t1_base_reverse_dropout": "luong",
+    "luong_t1_global_location": "luong",
+    "luong_t1_global_location_feed": "luong",
+    "luong_t1_local_p_general_feed": "luong",
+    "luong_t4_global_location": "luong",
+    "luong_t4_global_dot": "luong",
+    "luong_t4_global_general": "luong",
+    "luong_t4_local_m_dot": "luong",
+    "luong_t4_local_m_general": "luong",
+    "luong_t4_local_p_dot": "luong",
+    "luong_t4_local_p_general": "luong",
+    "luong_small": "luong",
+    "luong_medium": "luong",
+    "luong_tiny": "luong",
+    "rnnsearch_50": "rnnsearch",
+    "rnnsearch_small": "rnnsearch",
+    "rnnsearch_tiny": "rnnsearch",
+    "rnnencdec_50": "rnnencdec",
+    "rnnencdec_tiny": "rnnencdec",
+}
+
+
+def test_all_presets_are_listed_resolved_and_described() -> None:
+    archs = list_archs()
+    assert set(list_models()) == {"luong", "rnnsearch", "rnnencdec"}
+    for arch, model in REQUIRED.items():
+        assert archs[arch][0] == model
+        assert archs[arch][1] == config_to_dict(resolve_config(arch, {})[1])
+        assert arch_description(arch)
+    for _, options in archs.values():
+        assert options["init_scale"] == 0.1
+
+
+# (arch, options that define the row in the paper)
+PAPER_ROWS = [
+    ("luong_t1_base", dict(attention="none", source_reversal=False, dropout=0.0, input_feeding=False)),
+    ("luong_t1_base_reverse", dict(attention="none", source_reversal=True, dropout=0.0)),
+    ("luong_t1_base_reverse_dropout", dict(attention="none", source_reversal=True, dropout=0.2)),
+    ("luong_t1_global_location", dict(attention="global", score="location", input_feeding=False, dropout=0.2)),
+    ("luong_t1_global_location_feed", dict(attention="global", score="location", input_feeding=True)),
+    ("luong_t1_local_p_general_feed", dict(attention="local-p", score="general", input_feeding=True)),
+    ("luong_t4_local_m_dot", dict(attention="local-m", score="dot", input_feeding=True, window=10)),
+    ("luong_wmt_en_de", dict(attention="local-p", score="general", input_feeding=True, dropout=0.2)),
+]
+
+
+@pytest.mark.parametrize("arch,expected", PAPER_ROWS)
+def test_luong_presets_match_the_paper(arch: str, expected: dict) -> None:
+    options = list_archs()[arch][1]
+    assert (options["layers"], options["hidden_size"], options["embed_dim"]) == (4, 1000, 1000)
+    assert {k: options[k] for k in expected} == expected
+
+
+def test_bahdanau_presets_match_the_paper() -> None:
+    s = list_archs()["rnnsearch_50"][1]
+    assert (s["hidden_size"], s["embed_dim"], s["maxout_size"]) == (1000, 620, 500)
+    e = list_archs()["rnnencdec_50"][1]
+    assert (e["hidden_size"], e["embed_dim"], e["cell"]) == (1000, 620, "gru")
+
+
+def test_build_model_from_checkpoint_dict_round_trips() -> None:
+    d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>", "a", "b"])
+    name, cfg = resolve_config("rnnsearch_tiny", {"hidden_size": 16})
+    torch.manual_seed(0)
+    model = build_model(name, cfg, d, d)
+    saved = config_to_dict(model.cfg)
+    torch.manual_seed(0)
+    again = build_model(name, saved, d, d)
+    assert again.cfg == cfg and again.model_name == "rnnsearch"
+    for (k, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(a, b), k
+    with pytest.raises(TypeError):
+        build_model("luong", cfg, d, d)
+    with pytest.raises(NmtkitError, match="unknown model 'transformer'"):
+        build_model("transformer", {}, d, d)

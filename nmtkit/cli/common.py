@@ -11,7 +11,7 @@ from rich.console import Console
 from nmtkit.errors import NmtkitError
 
 #: Progress, tables and messages go to stderr so that stdout carries only results.
-console = Console(stderr=True, highlight=False)
+console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(prog: str, message: str) -> None:

@@ -12,6 +12,8 @@ from nmtkit import __version__
 SUBCOMMANDS: dict[str, str] = {
     "sample": "nmtkit.cli.sample",
     "preprocess": "nmtkit.cli.preprocess",
+    "train": "nmtkit.cli.train",
+    "score": "nmtkit.cli.score",
 }
 
 

@@ -59,6 +59,7 @@ class TextPipeline:
     tokenizer: str = "none"  # "moses" | "none"
     lowercase: bool = False
     bpe_codes: Optional[str] = None  # path to subword-nmt codes, or None
+    bpe_codes_text: Optional[str] = None  # the codes themselves (as embedded in checkpoints)
     _bpe: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -73,12 +74,26 @@ class TextPipeline:
 
     @property
     def bpe(self):  # noqa: ANN201
-        if self._bpe is None and self.bpe_codes:
+        if self._bpe is None and (self.bpe_codes or self.bpe_codes_text):
+            import io
+
             from subword_nmt.apply_bpe import BPE
 
-            with open(self.bpe_codes, encoding="utf-8") as fh:
-                self._bpe = BPE(fh)
+            if self.bpe_codes_text is None:
+                with open(self.bpe_codes, encoding="utf-8") as fh:
+                    self.bpe_codes_text = fh.read()
+            self._bpe = BPE(io.StringIO(self.bpe_codes_text))
         return self._bpe
+
+    def to_dict(self) -> dict:
+        """Self-contained description (BPE codes inlined) for checkpoints."""
+        if self.bpe is not None:
+            assert self.bpe_codes_text is not None
+        return {"lang": self.lang, "tokenizer": self.tokenizer, "lowercase": self.lowercase, "bpe_codes_text": self.bpe_codes_text}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TextPipeline":
+        return cls(lang=d["lang"], tokenizer=d["tokenizer"], lowercase=d["lowercase"], bpe_codes_text=d.get("bpe_codes_text"))
 
     # -- forward ----------------------------------------------------------------------------
     def tokenize(self, line: str) -> list[str]:

@@ -1,0 +1,1 @@
+"""Training: loss, optimizers and schedules, checkpoints, the trainer loop, distributed setup."""

@@ -1,0 +1,99 @@
+"""Self-contained checkpoints, written atomically, and loading models back through the registry.
+
+A checkpoint carries everything needed to translate without the data directory: the model
+name, arch and resolved options, both dictionaries, the text pipeline (tokenizer, lowercasing,
+BPE codes inlined), the weights, and (for resuming) the full training state.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from nmtkit import __version__
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.errors import NmtkitError
+
+CHECKPOINT_FORMAT = "nmtkit-checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """``torch.save`` to a temporary file in the same directory, then rename over ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "nmtkit_version": __version__, **payload}, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a checkpoint; a missing, truncated or foreign file is a one-line :class:`NmtkitError`."""
+    p = Path(path)
+    if not p.is_file():
+        raise NmtkitError(f"{p}: no such checkpoint")
+    try:
+        ckpt = torch.load(p, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises RuntimeError/UnpicklingError/EOFError/... for damaged files
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise NmtkitError(f"{p}: not a readable nmtkit checkpoint (truncated or corrupt? {first})") from None
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise NmtkitError(f"{p}: not an nmtkit checkpoint")
+    if ckpt.get("version") != CHECKPOINT_VERSION:
+        raise NmtkitError(f"{p}: checkpoint format version {ckpt.get('version')}, this nmtkit reads {CHECKPOINT_VERSION}")
+    return ckpt
+
+
+def model_payload(model: torch.nn.Module, arch: str, src_pipe: TextPipeline, tgt_pipe: TextPipeline) -> dict[str, Any]:
+    """The part of a checkpoint that describes and holds the model (no training state)."""
+    from dataclasses import asdict
+
+    return {
+        "model_name": model.model_name,
+        "arch": arch,
+        "model_config": asdict(model.cfg),
+        "src_dict": list(model.src_dict.symbols),
+        "tgt_dict": list(model.tgt_dict.symbols),
+        "src_pipeline": src_pipe.to_dict(),
+        "tgt_pipeline": tgt_pipe.to_dict(),
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+    }
+
+
+def build_model_from_checkpoint(ckpt: dict[str, Any], path: str | os.PathLike = "<checkpoint>"):  # noqa: ANN201
+    """Rebuild the model through the registry and load its weights (CPU, eval mode)."""
+    from nmtkit.models import registry
+
+    src_dict = Dictionary.from_symbols(ckpt["src_dict"])
+    tgt_dict = Dictionary.from_symbols(ckpt["tgt_dict"])
+    cfg = registry.config_from_dict(ckpt["model_name"], ckpt["model_config"])
+    model = registry.build_model(ckpt["model_name"], cfg, src_dict, tgt_dict)
+    try:
+        model.load_state_dict(ckpt["model"])
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise NmtkitError(f"{path}: weights do not fit model {ckpt['model_name']!r} ({first})") from None
+    model.eval()
+    return model
+
+
+def load_model(path: str | os.PathLike, device: Optional[torch.device] = None):  # noqa: ANN201
+    """Checkpoint path -> (model in eval mode on ``device``, checkpoint dict)."""
+    ckpt = load_checkpoint(path)
+    model = build_model_from_checkpoint(ckpt, path)
+    if device is not None:
+        model.to(device)
+    return model, ckpt
+
+
+def pipelines_from_checkpoint(ckpt: dict[str, Any]) -> tuple[TextPipeline, TextPipeline]:
+    return TextPipeline.from_dict(ckpt["src_pipeline"]), TextPipeline.from_dict(ckpt["tgt_pipeline"])

@@ -1,0 +1,71 @@
+"""Optimizers and learning-rate schedules of the two papers (and Adam).
+
+* ``sgd`` with Luong et al.'s schedule: lr 1.0, halved after every epoch once epoch K is done
+  (``--lr-schedule halving --halve-after K``).
+* ``adadelta`` (rho 0.95, eps 1e-6) as in Bahdanau et al.
+* ``adam`` for everything else.
+* ``--lr-schedule plateau`` halves (``--lr-shrink``) when validation loss stops improving.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import torch
+
+from nmtkit.errors import NmtkitError
+
+OPTIMIZERS = ("sgd", "adadelta", "adam")
+SCHEDULES = ("fixed", "halving", "plateau")
+DEFAULT_LR = {"sgd": 1.0, "adadelta": 1.0, "adam": 1e-3}
+
+
+def build_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: Optional[float]) -> torch.optim.Optimizer:
+    lr = DEFAULT_LR[name] if lr is None else lr
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if name == "adadelta":
+        return torch.optim.Adadelta(params, lr=lr, rho=0.95, eps=1e-6)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise NmtkitError(f"unknown optimizer {name!r} (choose {', '.join(OPTIMIZERS)})")
+
+
+@dataclass
+class LRSchedule:
+    """Epoch-level learning-rate control; its state is saved in every checkpoint."""
+
+    kind: str = "fixed"
+    halve_after: int = 5  # halving: halve after every epoch > K
+    shrink: float = 0.5
+    plateau_patience: int = 0
+    min_lr: float = 0.0
+    best_valid: Optional[float] = None
+    bad_epochs: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in SCHEDULES:
+            raise NmtkitError(f"unknown --lr-schedule {self.kind!r} (choose {', '.join(SCHEDULES)})")
+
+    def end_of_epoch(self, optimizer: torch.optim.Optimizer, epoch: int, valid_loss: Optional[float]) -> float:
+        """Apply the schedule after ``epoch`` finished; returns the lr for the next epoch."""
+        factor = 1.0
+        if self.kind == "halving" and epoch >= self.halve_after:
+            factor = self.shrink
+        elif self.kind == "plateau" and valid_loss is not None:
+            if self.best_valid is None or valid_loss < self.best_valid:
+                self.best_valid, self.bad_epochs = valid_loss, 0
+            else:
+                self.bad_epochs += 1
+                if self.bad_epochs > self.plateau_patience:
+                    factor, self.bad_epochs = self.shrink, 0
+        for group in optimizer.param_groups:
+            group["lr"] = max(self.min_lr, group["lr"] * factor)
+        return optimizer.param_groups[0]["lr"]
+
+    def state_dict(self) -> dict:
+        return {"best_valid": self.best_valid, "bad_epochs": self.bad_epochs}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.best_valid = state.get("best_valid")
+        self.bad_epochs = state.get("bad_epochs", 0)

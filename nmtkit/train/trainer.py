@@ -1,0 +1,487 @@
+"""The training loop: batches, updates, validation, checkpoints, resume, early stopping.
+
+Exact resume: the batches of an epoch are a pure function of ``(seed, epoch)``; a checkpoint
+stores the epoch, how many of its batches were done, the optimizer and schedule state and
+the Python/NumPy/torch RNG states.  Rerunning the same command continues from there and, on
+CPU, reproduces an uninterrupted run bit for bit.
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import signal
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import torch
+
+from nmtkit.data.dataset import Batch, DataDir, ParallelDataset, collate, make_batches
+from nmtkit.errors import NmtkitError
+from nmtkit.train import distributed as distmod
+from nmtkit.train.checkpoint import load_checkpoint, model_payload, save_checkpoint
+from nmtkit.train.loss import sequence_loss
+from nmtkit.train.optim import LRSchedule, build_optimizer
+
+
+@dataclass
+class TrainOptions:
+    """Everything about *how* to train (the model's options live in its Config)."""
+
+    data: str
+    save_dir: str = "checkpoints"
+    arch: str = "luong_tiny"
+    max_tokens: Optional[int] = 4000
+    batch_size: Optional[int] = None
+    max_epoch: int = 10
+    max_update: int = 0
+    seed: int = 1
+    optimizer: str = "adam"
+    lr: Optional[float] = None
+    lr_schedule: str = "fixed"
+    halve_after: int = 5
+    lr_shrink: float = 0.5
+    plateau_patience: int = 0
+    min_lr: float = 0.0
+    clip_norm: float = 5.0
+    label_smoothing: float = 0.0
+    patience: int = 0
+    validate_interval_updates: int = 0
+    save_interval_updates: int = 0
+    keep_epoch_checkpoints: bool = True
+    log_interval: int = 50
+    train_subset: str = "train"
+    valid_subset: str = "valid"
+    device: str = "auto"
+    amp: str = "auto"  # auto|none|bf16|fp16
+    threads: int = 0
+    no_progress: bool = False
+
+
+@dataclass
+class TrainState:
+    """What resuming needs besides weights and optimizer state."""
+
+    epoch: int = 1  # the epoch in progress (or next to start)
+    batches_done: int = 0  # batches of ``epoch`` already trained on
+    update: int = 0
+    best_valid_loss: Optional[float] = None
+    bad_epochs: int = 0  # epochs without improvement (early stopping)
+    epoch_nll: float = 0.0  # training NLL summed over the current epoch so far
+    epoch_tokens: float = 0.0
+    finished_epochs: list[dict] = field(default_factory=list)  # validation history
+
+    @property
+    def epochs_done(self) -> int:
+        return self.epoch - 1
+
+
+class StopTraining(Exception):
+    pass
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict:
+    """All RNG states as plain lists and tensors (loadable with ``weights_only=True``)."""
+    py = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {
+        "python": [py[0], list(py[1]), py[2]],
+        "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class Trainer:
+    """Owns the model, optimizer, schedule and data of one training run."""
+
+    def __init__(self, opt: TrainOptions, model_overrides: dict[str, Any], console, dist: distmod.DistInfo) -> None:  # noqa: ANN001
+        from nmtkit.cli.common import parse_device
+        from nmtkit.models import registry
+
+        self.opt = opt
+        self.console = console
+        self.dist = dist
+        self.save_dir = Path(opt.save_dir)
+        self.data = DataDir(opt.data)
+        self.train_set = self.data.load_split(opt.train_subset)
+        self.valid_set: Optional[ParallelDataset] = self.data.load_split(opt.valid_subset) if opt.valid_subset in self.data.splits() else None
+        if opt.max_tokens is None and opt.batch_size is None:
+            raise NmtkitError("give --max-tokens or --batch-size")
+        self.device = parse_device(opt.device)
+        if self.device.type == "cuda" and dist.enabled:
+            self.device = torch.device("cuda", dist.local_rank)
+        if opt.threads > 0:
+            torch.set_num_threads(opt.threads)
+        self.model_name, self.cfg = registry.resolve_config(opt.arch, model_overrides)
+        seed_everything(opt.seed)
+        self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
+        self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
+        self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)
+        self.state = TrainState()
+        self.amp_dtype = self._amp_dtype()
+        self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
+        self.ddp_model: torch.nn.Module = self.model
+        if dist.enabled:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.ddp_model = DistributedDataParallel(self.model, device_ids=ids)
+        self._stop_signal: Optional[int] = None
+        self.log_path = self.save_dir / "train_log.jsonl"
+
+    # -- setup ------------------------------------------------------------------------------
+    def _amp_dtype(self) -> Optional[torch.dtype]:
+        amp = self.opt.amp
+        if self.device.type != "cuda" or amp == "none":
+            if amp in ("bf16", "fp16") and self.device.type != "cuda":
+                raise NmtkitError(f"--amp {amp} needs a CUDA device")
+            return None
+        if amp == "auto":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
+
+    def resume_if_possible(self) -> Optional[str]:
+        """Load ``checkpoint_last.pt`` when it exists; returns a message saying what resumed."""
+        last = self.save_dir / "checkpoint_last.pt"
+        if not last.exists():
+            return None
+        ckpt = load_checkpoint(last)
+        if ckpt.get("model_name") != self.model_name or ckpt.get("model_config") != asdict(self.cfg):
+            diffs = _config_diff(ckpt.get("model_name"), ckpt.get("model_config") or {}, self.model_name, asdict(self.cfg))
+            raise NmtkitError(
+                f"{last} was trained with different model options ({diffs}); use another --save-dir or the same options"
+            )
+        if ckpt["src_dict"] != self.data.src_dict.symbols or ckpt["tgt_dict"] != self.data.tgt_dict.symbols:
+            raise NmtkitError(f"{last} was trained with other dictionaries than {self.data.path}")
+        if ckpt.get("train_state") is None:
+            raise NmtkitError(f"{last} holds no training state (cannot resume)")
+        self.model.load_state_dict(ckpt["model"])
+        ts = ckpt["train_state"]
+        self.optimizer.load_state_dict(ts["optimizer"])
+        self.schedule.load_state_dict(ts["schedule"])
+        self.state = TrainState(**ts["state"])
+        if self.scaler is not None and ts.get("scaler"):
+            self.scaler.load_state_dict(ts["scaler"])
+        set_rng_state(ts["rng"])
+        lr = self.optimizer.param_groups[0]["lr"]
+        return (
+            f"resuming from {last}: epoch {self.state.epoch} ({self.state.batches_done} batches done), "
+            f"update {self.state.update}, lr {lr:g}"
+        )
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def _payload(self) -> dict:
+        payload = model_payload(self.model, self.opt.arch, self.data.pipeline(self.data.src_lang), self.data.pipeline(self.data.tgt_lang))
+        payload["data_dir"] = str(self.data.path.resolve())
+        payload["train_options"] = asdict(self.opt)
+        payload["train_state"] = {
+            "state": asdict(self.state),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            "rng": rng_state(),
+        }
+        return payload
+
+    def save(self, names: list[str]) -> None:
+        if not self.dist.is_main:
+            return
+        payload = self._payload()
+        for name in names:
+            save_checkpoint(self.save_dir / name, payload)
+
+    # -- logging ----------------------------------------------------------------------------
+    def log(self, record: dict) -> None:
+        if not self.dist.is_main:
+            return
+        record = {"time": round(time.time(), 3), **record}
+        with open(self.log_path, "a", encoding="utf-8") as fh:  # appended, never overwritten
+            fh.write(json.dumps(record) + "\n")
+
+    # -- one update -------------------------------------------------------------------------
+    def _autocast(self):  # noqa: ANN202
+        if self.amp_dtype is None:
+            return nullcontext()
+        return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
+
+    def train_step(self, indices: list[int]) -> dict:
+        local = distmod.shard(indices, self.dist)
+        empty = not local
+        if empty:  # fewer sentences than processes: take part in the all-reduce with zero loss
+            local = indices[:1]
+        batch = collate([self.train_set[i] for i in local], local).to(self.device)
+        ntok_global = distmod.all_reduce_sum(0.0 if empty else float(batch.ntokens), self.dist, self.device)
+        self.ddp_model.train()
+        with self._autocast():
+            logits, _ = self.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+        loss, nll = sequence_loss(logits, batch.target, self.opt.label_smoothing)
+        scale = (0.0 if empty else 1.0) * self.dist.world_size / max(ntok_global, 1.0)
+        obj = loss * scale
+        if self.scaler is not None:
+            self.scaler.scale(obj).backward()
+            self.scaler.unscale_(self.optimizer)
+        else:
+            obj.backward()
+        clip = self.opt.clip_norm if self.opt.clip_norm > 0 else float("inf")
+        gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        elif math.isfinite(gnorm):
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        nll_sum = distmod.all_reduce_sum(0.0 if empty else float(nll.detach()), self.dist, self.device)
+        return {"nll": nll_sum, "ntokens": ntok_global, "gnorm": gnorm, "sentences": len(indices)}
+
+    # -- validation -------------------------------------------------------------------------
+    @torch.inference_mode()
+    def validate(self) -> Optional[dict]:
+        if self.valid_set is None:
+            return None
+        self.model.eval()
+        tot_nll, tot_tok = 0.0, 0
+        batches = make_batches(self.valid_set.src_sizes, self.valid_set.tgt_sizes, self.opt.max_tokens, self.opt.batch_size, shuffle=False)
+        for b in batches:
+            batch = collate([self.valid_set[i] for i in b], b).to(self.device)
+            with self._autocast():
+                logits, _ = self.model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+            _, nll = sequence_loss(logits, batch.target)
+            tot_nll += float(nll)
+            tot_tok += batch.ntokens
+        loss = tot_nll / max(tot_tok, 1)
+        return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0)), "valid_tokens": tot_tok}
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _install_signal_handlers(self) -> dict:
+        """SIGINT/SIGTERM finish the current update, write checkpoint_last.pt, then stop."""
+
+        def handler(signum, frame):  # noqa: ANN001, ARG001
+            self._stop_signal = signum
+
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                previous[sig] = signal.signal(sig, handler)
+            except ValueError:  # not in the main thread
+                pass
+        return previous
+
+    def train(self) -> TrainState:
+        """Run until --max-epoch, --max-update, early stopping or a signal."""
+        opt = self.opt
+        if self.dist.is_main:
+            self.save_dir.mkdir(parents=True, exist_ok=True)
+        previous_handlers = self._install_signal_handlers()
+        try:
+            return self._train(opt)
+        finally:
+            for sig, h in previous_handlers.items():
+                signal.signal(sig, h)
+
+    def _train(self, opt: TrainOptions) -> TrainState:
+        display = TrainDisplay(self.console, enabled=self.dist.is_main and not opt.no_progress, is_main=self.dist.is_main)
+        if opt.max_epoch > 0 and self.state.epochs_done >= opt.max_epoch and self.state.batches_done == 0:
+            raise StopTraining(f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is at the end of epoch {self.state.epochs_done}); raise --max-epoch to train further")
+        if opt.max_update > 0 and self.state.update >= opt.max_update:
+            raise StopTraining(f"already reached --max-update {opt.max_update} (checkpoint_last.pt is at update {self.state.update}); raise --max-update to train further")
+        self.log({"event": "start", "epoch": self.state.epoch, "update": self.state.update, "arch": opt.arch,
+                  "model": self.model_name, "parameters": self.model.num_parameters(), "world_size": self.dist.world_size})
+        with display:
+            while opt.max_epoch <= 0 or self.state.epoch <= opt.max_epoch:
+                finished = self._train_epoch(display)
+                if not finished:
+                    break
+                if self._end_of_epoch(display):
+                    break
+        self.log({"event": "end", "epoch": self.state.epoch, "update": self.state.update})
+        self._plot_curve()
+        return self.state
+
+    def _train_epoch(self, display: "TrainDisplay") -> bool:
+        """Train the rest of the current epoch; False when stopped early (max-update/signal)."""
+        opt, st = self.opt, self.state
+        batches = make_batches(self.train_set.src_sizes, self.train_set.tgt_sizes, opt.max_tokens, opt.batch_size, seed=opt.seed, epoch=st.epoch)
+        display.start_epoch(st.epoch, len(batches), st.batches_done)
+        win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0}
+        for k in range(st.batches_done, len(batches)):
+            out = self.train_step(batches[k])
+            st.batches_done = k + 1
+            st.update += 1
+            st.epoch_nll += out["nll"]
+            st.epoch_tokens += out["ntokens"]
+            for key in ("nll", "ntokens", "sentences"):
+                win[key] += out[key]
+            win["gnorm"] += out["gnorm"]
+            win["n"] += 1
+            elapsed = time.perf_counter() - win["t0"]
+            stats = {
+                "epoch": st.epoch, "update": st.update, "loss": win["nll"] / max(win["ntokens"], 1),
+                "lr": self.optimizer.param_groups[0]["lr"], "gnorm": win["gnorm"] / win["n"],
+                "tok_per_s": win["ntokens"] / max(elapsed, 1e-9), "sent_per_s": win["sentences"] / max(elapsed, 1e-9),
+            }
+            stats["ppl"] = math.exp(min(stats["loss"], 50.0))
+            display.update(stats)
+            if st.update % opt.log_interval == 0:
+                self.log({"event": "train", **stats})
+                display.log_line(stats)
+                win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0}
+            if opt.validate_interval_updates and st.update % opt.validate_interval_updates == 0:
+                v = self.validate()
+                if v:
+                    self.log({"event": "valid", "epoch": st.epoch, "update": st.update, **v})
+                    display.message(f"update {st.update}: valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}")
+            if opt.save_interval_updates and st.update % opt.save_interval_updates == 0:
+                self.save(["checkpoint_last.pt"])
+            if opt.max_update > 0 and st.update >= opt.max_update:
+                self.save(["checkpoint_last.pt"])
+                display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")
+                return False
+            if self._stop_signal is not None:
+                self.save(["checkpoint_last.pt"])
+                name = signal.Signals(self._stop_signal).name
+                display.message(f"{name}: wrote {self.save_dir / 'checkpoint_last.pt'} at update {st.update}; rerun the same command to resume")
+                self.log({"event": "interrupted", "signal": name, "update": st.update})
+                raise KeyboardInterrupt(name)
+        return True
+
+    def _end_of_epoch(self, display: "TrainDisplay") -> bool:
+        """Validate, step the schedule, write checkpoints; True when training should stop."""
+        st, opt = self.state, self.opt
+        v = self.validate()
+        valid_loss = v["valid_loss"] if v else None
+        train_loss = st.epoch_nll / max(st.epoch_tokens, 1.0)
+        record = {"epoch": st.epoch, "update": st.update, "lr": self.optimizer.param_groups[0]["lr"],
+                  "train_loss": train_loss, "train_ppl": math.exp(min(train_loss, 50.0)), **(v or {})}
+        st.finished_epochs.append(record)
+        self.log({"event": "valid", **record})
+        improved = valid_loss is not None and (st.best_valid_loss is None or valid_loss < st.best_valid_loss)
+        if improved:
+            st.best_valid_loss, st.bad_epochs = valid_loss, 0
+        elif valid_loss is not None:
+            st.bad_epochs += 1
+        display.end_epoch(record, improved)
+        epoch = st.epoch
+        self.schedule.end_of_epoch(self.optimizer, epoch, valid_loss)
+        st.epoch += 1
+        st.batches_done = 0
+        st.epoch_nll = st.epoch_tokens = 0.0
+        names = ["checkpoint_last.pt"]
+        if opt.keep_epoch_checkpoints:
+            names.append(f"checkpoint{epoch}.pt")
+        if improved or v is None:
+            names.append("checkpoint_best.pt")
+        self.save(names)
+        self._plot_curve()
+        if opt.patience > 0 and st.bad_epochs >= opt.patience:
+            display.message(f"early stopping: validation loss did not improve for {opt.patience} epochs")
+            self.log({"event": "early_stop", "epoch": epoch})
+            return True
+        return False
+
+    def _plot_curve(self) -> None:
+        if not self.dist.is_main or not self.state.finished_epochs:
+            return
+        from nmtkit.evaluate.plots import plot_learning_curve
+
+        hist = [r for r in self.state.finished_epochs if "valid_ppl" in r]
+        if hist:
+            plot_learning_curve(
+                self.save_dir / "learning_curve.png",
+                [r["valid_ppl"] for r in hist],
+                train_ppl=[r["train_ppl"] for r in hist],
+                epochs=[r["epoch"] for r in hist],
+                title=f"{self.opt.arch} on {self.data.pair}",
+            )
+
+
+def _config_diff(name_a, cfg_a: dict, name_b, cfg_b: dict) -> str:  # noqa: ANN001
+    parts = []
+    if name_a != name_b:
+        parts.append(f"model {name_a} vs {name_b}")
+    for k in sorted(set(cfg_a) | set(cfg_b)):
+        if cfg_a.get(k) != cfg_b.get(k):
+            parts.append(f"{k}: checkpoint {cfg_a.get(k)!r}, now {cfg_b.get(k)!r}")
+    return "; ".join(parts) or "no differences"
+
+
+class TrainDisplay:
+    """rich progress while training (a live bar on a terminal, plain log lines otherwise)."""
+
+    def __init__(self, console, enabled: bool = True, is_main: bool = True) -> None:  # noqa: ANN001
+        """``enabled``: progress bar / periodic log lines; messages and epoch summaries print whenever ``is_main``."""
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.console = console
+        self.enabled = enabled
+        self.is_main = is_main
+        self.live = enabled and console.is_terminal
+        self.progress = Progress(
+            TextColumn("[bold]epoch {task.fields[epoch]}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("upd {task.fields[update]} loss {task.fields[loss]:.3f} ppl {task.fields[ppl]:.2f} lr {task.fields[lr]:.3g} |g| {task.fields[gnorm]:.2f} {task.fields[tps]:,.0f} tok/s"),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not self.live,
+        )
+        self.task = None
+
+    def __enter__(self) -> "TrainDisplay":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:  # noqa: ANN002
+        self.progress.__exit__(*exc)
+
+    def start_epoch(self, epoch: int, total: int, done: int) -> None:
+        if self.task is not None:
+            self.progress.remove_task(self.task)
+        self.task = self.progress.add_task("train", total=total, completed=done, epoch=epoch, update=0, loss=0.0, ppl=0.0, lr=0.0, gnorm=0.0, tps=0.0)
+
+    def update(self, s: dict) -> None:
+        if self.task is not None:
+            self.progress.update(self.task, advance=1, update=s["update"], loss=s["loss"], ppl=s["ppl"], lr=s["lr"], gnorm=s["gnorm"], tps=s["tok_per_s"])
+
+    def log_line(self, s: dict) -> None:
+        if self.enabled and not self.live:
+            self.console.print(
+                f"epoch {s['epoch']} update {s['update']}: loss {s['loss']:.3f} ppl {s['ppl']:.2f} lr {s['lr']:.3g} "
+                f"gnorm {s['gnorm']:.2f} {s['tok_per_s']:,.0f} tok/s {s['sent_per_s']:,.1f} sent/s"
+            )
+
+    def message(self, text: str) -> None:
+        if self.is_main:
+            self.console.print(text)
+
+    def end_epoch(self, record: dict, improved: bool) -> None:
+        if not self.is_main:
+            return
+        if "valid_loss" in record:
+            star = " (best)" if improved else ""
+            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']}, valid loss {record['valid_loss']:.3f}, ppl {record['valid_ppl']:.2f}{star}, lr {record['lr']:.3g}")
+        else:
+            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']} (no validation split)")

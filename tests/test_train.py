@@ -1,0 +1,134 @@
+"""nmtkit-train: exact resume, refusals, signals, logs, and DDP equivalence."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.train import command as train
+from nmtkit.train.checkpoint import load_checkpoint
+
+
+@pytest.fixture
+def data_dir(tiny_parallel, tmp_path) -> Path:
+    dest = tmp_path / "bin"
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--validpref", str(tiny_parallel / "valid"), "--destdir", str(dest)])
+    assert res.exit_code == 0, res.output
+    return dest
+
+
+def run_train(data: Path, save: Path, *extra: str):
+    args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
+            "--no-progress", "--dropout", "0.3", *extra]
+    return CliRunner().invoke(train, args)
+
+
+def params(path: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(path)["model"]
+
+
+def test_interrupted_then_resumed_equals_uninterrupted_bit_for_bit(data_dir, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_train(data_dir, a, "--max-epoch", "3").exit_code == 0
+    # b stops mid-epoch 2 (3 batches per epoch), then the same command resumes it
+    r1 = run_train(data_dir, b, "--max-epoch", "3", "--max-update", "4")
+    assert r1.exit_code == 0, r1.output
+    r2 = run_train(data_dir, b, "--max-epoch", "3")
+    assert r2.exit_code == 0, r2.output
+    assert "resuming from" in r2.output and "update 4" in r2.output and "lr 0.001" in r2.output
+    pa, pb = params(a / "checkpoint_last.pt"), params(b / "checkpoint_last.pt")
+    assert pa.keys() == pb.keys()
+    for k in pa:
+        assert torch.equal(pa[k], pb[k]), k
+    for name in ("checkpoint_best.pt", "checkpoint1.pt", "checkpoint3.pt", "learning_curve.png"):
+        assert (b / name).exists()
+    # the log was appended to by both runs, never truncated
+    events = [json.loads(l)["event"] for l in (b / "train_log.jsonl").read_text().splitlines()]
+    assert events.count("start") == 2 and events.count("valid") == 3
+
+
+def test_max_epoch_reached_says_so(data_dir, tmp_path):
+    assert run_train(data_dir, tmp_path / "c", "--max-epoch", "1").exit_code == 0
+    res = run_train(data_dir, tmp_path / "c", "--max-epoch", "1")
+    assert res.exit_code == 0 and "already reached --max-epoch 1" in res.output
+
+
+def test_resume_refuses_other_model_options(data_dir, tmp_path):
+    assert run_train(data_dir, tmp_path / "c", "--max-epoch", "1").exit_code == 0
+    res = run_train(data_dir, tmp_path / "c", "--max-epoch", "2", "--hidden-size", "32")
+    assert res.exit_code == 1
+    assert "hidden_size: checkpoint 96, now 32" in res.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--arch", "no_such_arch"], "unknown arch 'no_such_arch'; known archs: "),
+        (["--model-opt", "colour=blue"], "unknown option colour"),
+        (["--attention", "sideways"], "attention"),
+    ],
+)
+def test_bad_options_are_one_line_errors(data_dir, tmp_path, args, message):
+    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "x"), "--no-progress", *args])
+    assert res.exit_code == 1
+    assert res.output.startswith("nmtkit-train: error:") and message in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_not_a_data_dir(tmp_path):
+    res = CliRunner().invoke(train, [str(tmp_path), "--save-dir", str(tmp_path / "x")])
+    assert res.exit_code == 1 and "not an nmtkit data directory" in res.output
+
+
+def test_truncated_checkpoint_is_refused(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0
+    last = save / "checkpoint_last.pt"
+    last.write_bytes(last.read_bytes()[:1000])
+    res = run_train(data_dir, save, "--max-epoch", "2")
+    assert res.exit_code == 1 and "checkpoint_last.pt: not a readable nmtkit checkpoint" in res.output
+
+
+def test_sigint_writes_checkpoint_then_resumes(data_dir, tmp_path):
+    save = tmp_path / "sig"
+    cmd = [sys.executable, "-m", "nmtkit.cli.train", str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save),
+           "--batch-size", "1", "--max-epoch", "100000", "--log-interval", "1", "--no-progress", "--threads", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = save / "train_log.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline and not (log.exists() and '"train"' in log.read_text()):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "SIGINT: wrote" in err
+    ckpt = load_checkpoint(save / "checkpoint_last.pt")
+    assert ckpt["train_state"]["state"]["update"] >= 1
+
+
+def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
+    """Two CPU processes, each half of every batch, end with the single process's parameters."""
+    common = [str(data_dir), "--arch", "luong_tiny", "--batch-size", "4", "--max-update", "3", "--dropout", "0",
+              "--no-progress", "--threads", "1", "--max-epoch", "0", "--seed", "3", "--optimizer", "sgd", "--lr", "0.5"]
+    single = tmp_path / "single"
+    assert CliRunner().invoke(train, [*common, "--save-dir", str(single)]).exit_code == 0
+    ddp = tmp_path / "ddp"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+           "--master_port", "29517", "-m", "nmtkit.cli.train", *common, "--save-dir", str(ddp)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+    assert res.returncode == 0, res.stderr[-3000:]
+    ps, pd = params(single / "checkpoint_last.pt"), params(ddp / "checkpoint_last.pt")
+    assert load_checkpoint(ddp / "checkpoint_last.pt")["train_state"]["state"]["update"] == 3
+    for k in ps:  # same sentences, same gradients: only float summation order differs
+        torch.testing.assert_close(pd[k], ps[k], rtol=1e-5, atol=1e-6)

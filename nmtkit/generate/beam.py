@@ -82,18 +82,21 @@ def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Row-wise top-``k`` by descending score, ties going to the lower column index.
 
     ``torch.topk`` does not specify which of equal elements it returns, so rows whose
-    ``k``-th value is tied with an element left outside are redone with a stable sort
+    ``k``-th value equals the ``k+1``-th (a tie across the cut) are redone with a stable sort
     (rare with real models; common with the hand-made tables of the tests).
     """
     k = min(k, scores.size(1))
-    vals, idx = scores.topk(k, dim=1)
+    extra = int(k < scores.size(1))  # one more element tells whether a tie crosses the boundary
+    vals, idx = scores.topk(k + extra, dim=1)
+    boundary_tie = (vals[:, k - 1] == vals[:, -1]) & (vals[:, k - 1] > _NEG_INF) if extra else None
+    vals, idx = vals[:, :k], idx[:, :k]
     # order the chosen k by (value desc, index asc)
     idx, perm = idx.sort(dim=1)
     vals = vals.gather(1, perm)
     vals, perm = vals.sort(dim=1, descending=True, stable=True)
     idx = idx.gather(1, perm)
-    thr = vals[:, -1:]
-    boundary_tie = ((scores >= thr).sum(dim=1) > k) & (thr.squeeze(1) > _NEG_INF)
+    if boundary_tie is None:
+        return vals, idx
     rows = boundary_tie.nonzero().squeeze(1)
     if rows.numel():
         sv, si = scores.index_select(0, rows).sort(dim=1, descending=True, stable=True)
@@ -134,9 +137,8 @@ def beam_search(
     ``return_attention=False`` skips collecting attention (``Hypothesis.attention`` is None).
     """
     _check_options(beam, nbest, min_len, lenpen_form)
-    n_sent, src_width = src_tokens.shape
+    n_sent = src_tokens.size(0)
     device = src_tokens.device
-    vocab = len(model.tgt_dict)
     src_lens = [int(n) for n in src_lengths.tolist()]
     max_lens = [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lens]
 
@@ -153,11 +155,13 @@ def beam_search(
     pos_hist = torch.zeros(rows_n, 0, device=device)
     attn_hist: Optional[Tensor] = None
     finished: list[list[Hypothesis]] = [[] for _ in range(n_sent)]
+    cand_buf: Optional[Tensor] = None
 
     step = 0
     while active:
         n_act = len(active)
         lprobs, attn, states = model.decode_step(tokens[:, -1], states, encs)
+        vocab = lprobs.size(1)
         if not return_attention:
             attn = None
 
@@ -177,7 +181,11 @@ def beam_search(
             lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
 
         # -- 2*beam candidates per sentence ------------------------------------------------
-        cand = lprobs + scores.unsqueeze(1)
+        n_rows = n_act * beam
+        if cand_buf is None or cand_buf.dtype != lprobs.dtype:
+            cand_buf = torch.empty(rows_n * vocab, dtype=lprobs.dtype, device=device)
+        # reusing one buffer avoids allocating (and page-faulting) rows x V floats every step
+        cand = torch.add(lprobs, scores.unsqueeze(1), out=cand_buf[: n_rows * vocab].view(n_rows, vocab))
         cand = cand.view(n_act, beam, vocab)[:, 0] if step == 0 else cand.view(n_act, beam * vocab)
         vals, flat = topk_ordered(cand, 2 * beam)
         if vals.size(1) < 2 * beam:  # tiny vocabularies
@@ -206,10 +214,12 @@ def beam_search(
 
         # -- finished hypotheses (bookkeeping only for rows that ended) --------------------
         if ends_cpu.any():
-            picks: list[tuple[int, int]] = []
+            picks: list[tuple[int, int]] = []  # (sentence in batch, candidate rank), best first
+            room = {}
             for s, c in ends_cpu.nonzero().tolist():
-                sid = active[s]
-                if len(finished[sid]) + sum(1 for p in picks if p[0] == s) < beam:
+                room.setdefault(s, beam - len(finished[active[s]]))
+                if room[s] > 0:
+                    room[s] -= 1
                     picks.append((s, c))
             if picks:
                 ps = torch.tensor([p[0] for p in picks], device=device)
@@ -244,12 +254,16 @@ def beam_search(
             break
 
         # -- advance the surviving beams, shrinking the batch when sentences completed -----
-        keep_t = torch.tensor(keep, device=device)
         shrink = len(keep) < n_act
-        sel_rows = (new_rows.index_select(0, keep_t) if shrink else new_rows).reshape(-1)
-        tokens = torch.cat([tokens.index_select(0, sel_rows), (new_tok[keep_t] if shrink else new_tok).reshape(-1, 1)], 1)
-        pos_hist = torch.cat([pos_hist.index_select(0, sel_rows), (new_lp[keep_t] if shrink else new_lp).reshape(-1, 1)], 1)
-        scores = (new_scores[keep_t] if shrink else new_scores).reshape(-1)
+        if shrink:
+            keep_t = torch.tensor(keep, device=device)
+            new_rows, new_tok, new_lp, new_scores = (
+                x.index_select(0, keep_t) for x in (new_rows, new_tok, new_lp, new_scores)
+            )
+        sel_rows = new_rows.reshape(-1)
+        tokens = torch.cat([tokens.index_select(0, sel_rows), new_tok.reshape(-1, 1)], 1)
+        pos_hist = torch.cat([pos_hist.index_select(0, sel_rows), new_lp.reshape(-1, 1)], 1)
+        scores = new_scores.reshape(-1)
         if attn is not None:
             last = attn.index_select(0, sel_rows).unsqueeze(1)
             attn_hist = last if attn_hist is None else torch.cat([attn_hist.index_select(0, sel_rows), last], 1)

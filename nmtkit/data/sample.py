@@ -35,6 +35,7 @@ Python, independent of ``PYTHONHASHSEED``); all lists are tuples in a fixed orde
 """
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,7 +46,7 @@ from nmtkit.data.sample_lexicon import (
     Adjective, Noun, Verb, build_names,
 )
 from nmtkit.errors import NmtkitError
-from nmtkit.utils.textio import atomic_write
+from nmtkit.utils.textio import atomic_write, read_lines
 
 MIN_LEN, MAX_LEN = 4, 20   # tokens per side, punctuation included
 
@@ -684,6 +685,17 @@ def _fits(labels: Sequence[str], accepted: Sequence[str]) -> bool:
     return any(lab in accepted for lab in labels)
 
 
+@functools.lru_cache(maxsize=None)
+def _nouns_for(accepted: tuple[str, ...]) -> tuple[Noun, ...]:
+    """Nouns that fit ``accepted``, in lexicon order (cached: the filter is the hot spot)."""
+    return tuple(n for n in NOUNS if _fits(n.labels, accepted))
+
+
+@functools.lru_cache(maxsize=None)
+def _adjectives_for(noun: Noun) -> tuple[Adjective, ...]:
+    return tuple(a for a in ADJECTIVES if _fits(noun.labels, a.applies))
+
+
 class Grammar:
     """Draws random clauses and sentences; all randomness comes from ``rng``."""
 
@@ -718,8 +730,8 @@ class Grammar:
             if role == "subj" and r < 0.5:
                 return NP("coord", parts=(self.np(("person",), "pp", nominal=True, dets=("def", "poss")),
                                           NP("name", name=self.name())))
-        nouns = [n for n in NOUNS if _fits(n.labels, accepted)
-                 and not (avoid is not None and avoid.kind == "noun" and avoid.noun == n)]
+        nouns = [n for n in _nouns_for(tuple(accepted))
+                 if not (avoid is not None and avoid.kind == "noun" and avoid.noun == n)]
         return self.noun_np(rng.choice(nouns), role, dets)
 
     def noun_np(self, noun: Noun, role: str, dets: Sequence[str] | None = None) -> NP:
@@ -748,7 +760,7 @@ class Grammar:
         which = rng.randrange(len(POSSESSIVES)) if det == "poss" else rng.randrange(len(NUMBERS))
         adj = None
         if rng.random() < 0.3:
-            adjs = [a for a in ADJECTIVES if _fits(noun.labels, a.applies)]
+            adjs = _adjectives_for(noun)
             adj = rng.choice(adjs) if adjs else None
         return NP("noun", noun=noun, plural=plural, det=det, which=which, adj=adj)
 
@@ -1071,3 +1083,30 @@ def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_
                 f_al.write(format_links(ex.links) + "\n")
         counts[split] = len(rows)
     return counts
+
+
+def describe_corpus(out_dir: str | Path) -> dict:
+    """Sizes of a written corpus, for the CLI summary: lines and tokens per split,
+    training vocabulary per language, and the share of test sentences that contain
+    a name never seen in training (what unknown-word replacement is tested on)."""
+    out = Path(out_dir)
+    names = set(NAMES)
+    splits: dict[str, dict[str, int]] = {}
+    texts: dict[tuple[str, str], list[str]] = {}
+    for split in ("train", "valid", "test"):
+        row: dict[str, int] = {}
+        for lang in ("en", "de"):
+            lines = read_lines(out / f"{split}.{lang}")
+            texts[split, lang] = lines
+            row["lines"] = len(lines)
+            row[f"{lang}_tokens"] = sum(len(line.split()) for line in lines)
+        splits[split] = row
+    train_vocab = {lang: {w for line in texts["train", lang] for w in line.split()} for lang in ("en", "de")}
+    test = texts["test", "en"]
+    unseen = sum(any(w in names and w not in train_vocab["en"] for w in line.split()) for line in test)
+    return {
+        "splits": splits,
+        "en_types": len(train_vocab["en"]),
+        "de_types": len(train_vocab["de"]),
+        "test_unseen_name_share": unseen / len(test) if test else 0.0,
+    }

@@ -149,9 +149,7 @@ THINGS = _nouns("thing", """
 book/books Buch/Bücher n tags=readable
 letter/letters Brief/Briefe m tags=readable,writable
 newspaper/newspapers Zeitung/Zeitungen f tags=readable
-story/stories Geschichte/Geschichten f tags=readable,writable,tellable
 magazine/magazines Zeitschrift/Zeitschriften f tags=readable
-song/songs Lied/Lieder n tags=writable
 ball/balls Ball/Bälle m tags=toy,throwable
 key/keys Schlüssel/Schlüssel m tags=throwable
 bag/bags Tasche/Taschen f tags=container,openable loc=in:in
@@ -178,6 +176,11 @@ knife/knives Messer/Messer n
 umbrella/umbrellas Regenschirm/Regenschirme m
 box/boxes Kiste/Kisten f tags=container,openable loc=in:in
 ticket/tickets Fahrkarte/Fahrkarten f
+""")
+
+TEXTS = _nouns("text", """
+story/stories Geschichte/Geschichten f tags=readable,writable,tellable
+song/songs Lied/Lieder n tags=writable
 """)
 
 FURNITURE = _nouns("furniture", """
@@ -229,7 +232,7 @@ boat/boats Boot/Boote n loc=in:in
 bike/bikes Fahrrad/Fahrräder n loc=on:auf
 """)
 
-NOUNS: tuple[Noun, ...] = PERSONS + ANIMALS + FOODS + DRINKS + THINGS + FURNITURE + PLACES + VEHICLES
+NOUNS: tuple[Noun, ...] = PERSONS + ANIMALS + FOODS + DRINKS + THINGS + TEXTS + FURNITURE + PLACES + VEHICLES
 
 # ----------------------------------------------------------------------- adjectives
 
@@ -350,6 +353,7 @@ class Verb:
 
 _SEE = ("person", "animal", "thing", "food", "furniture", "place", "vehicle")
 _HANDLE = ("thing", "food", "drink")
+_TOPIC = _SEE + ("text",)
 
 VERBS: tuple[Verb, ...] = (
     # intransitive
@@ -381,7 +385,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(("wash", "washes", "washed", "washed"), "waschen", "gewaschen", "acc", ("person",),
          ("animal", "clothes", "vehicle", "cup", "glass", "plate", "child", "baby"), stem2="wäsch"),
     Verb(("carry", "carries", "carried", "carried"), "tragen", "getragen", "acc", ("person", "horse", "elephant"),
-         ("thing", "food", "child", "baby", "chair")),
+         ("thing", "food", "child", "baby", "chair"), stem2="träg"),
     Verb(("sell", "sells", "sold", "sold"), "verkaufen", "verkauft", "acc", ("person",),
          _HANDLE + ("animal", "vehicle", "furniture", "house")),
     Verb(("cook", "cooks", "cooked", "cooked"), "kochen", "gekocht", "acc", ("person",),
@@ -397,7 +401,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(("have", "has", "had", "had"), "haben", "gehabt", "acc", ("person",),
          ("thing", "animal", "vehicle", "sister", "brother", "friend"),
          forms=("habe", "hast", "hat", "haben", "habt", "haben")),
-    Verb(("like", "likes", "liked", "liked"), "mögen", "gemocht", "acc", _ANIM, _SEE + ("drink",),
+    Verb(("like", "likes", "liked", "liked"), "mögen", "gemocht", "acc", _ANIM, _TOPIC + ("drink",),
          forms=("mag", "magst", "mag", "mögen", "mögt", "mögen")),
     Verb(("forget", "forgets", "forgot", "forgotten"), "vergessen", "vergessen", "acc", ("person",),
          ("thing",), stem2="vergiss"),
@@ -458,15 +462,15 @@ VERBS: tuple[Verb, ...] = (
     # German prepositional object
     Verb(("wait", "waits", "waited", "waited"), "warten", "gewartet", "pobj", _ANIM, ("person", "animal", "bus", "train"),
          en_prep="for", de_prep="auf"),
-    Verb(("think", "thinks", "thought", "thought"), "denken", "gedacht", "pobj", ("person",), _SEE,
+    Verb(("think", "thinks", "thought", "thought"), "denken", "gedacht", "pobj", ("person",), _TOPIC,
          en_prep="about", de_prep="an"),
     Verb(("talk", "talks", "talked", "talked"), "sprechen", "gesprochen", "pobj", ("person",), ("person",),
          stem2="sprich", en_prep="to", de_prep="mit", pcase="dat"),
-    Verb(("talk", "talks", "talked", "talked"), "sprechen", "gesprochen", "pobj", ("person",), _SEE,
+    Verb(("talk", "talks", "talked", "talked"), "sprechen", "gesprochen", "pobj", ("person",), _TOPIC,
          stem2="sprich", en_prep="about", de_prep="über"),
     Verb(("laugh", "laughs", "laughed", "laughed"), "lachen", "gelacht", "pobj", ("person",),
          ("person", "animal", "story", "picture"), en_prep="at", de_prep="über"),
-    Verb(("dream", "dreams", "dreamed", "dreamed"), "träumen", "geträumt", "pobj", _ANIM, _SEE,
+    Verb(("dream", "dreams", "dreamed", "dreamed"), "träumen", "geträumt", "pobj", _ANIM, _TOPIC,
          en_prep="about", de_prep="von", pcase="dat"),
     Verb(("believe", "believes", "believed", "believed"), "glauben", "geglaubt", "pobj", ("person",), ("person",),
          en_prep="in", de_prep="an"),

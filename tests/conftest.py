@@ -28,3 +28,27 @@ def tiny_parallel(tmp_path: Path) -> Path:
         write(raw / f"{split}.en", "\n".join(en) + "\n")
         write(raw / f"{split}.de", "\n".join(de) + "\n")
     return raw
+
+
+def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: str | None = None, **overrides) -> Path:
+    """An untrained but complete checkpoint (random weights) over a small vocabulary: fast to build,
+    enough for everything that does not depend on translation quality."""
+    from collections import Counter
+
+    from nmtkit.data.dictionary import Dictionary
+    from nmtkit.data.text_pipeline import TextPipeline
+    from nmtkit.models import registry
+    from nmtkit.train.checkpoint import model_payload, save_checkpoint
+
+    vocab = (words or "the a cat dog sees sits runs man sleeps . , Anna die der eine Katze Hund sieht sitzt läuft Mann schläft").split()
+    d = Dictionary.build(Counter(vocab))
+    torch.manual_seed(seed)
+    name, cfg = registry.resolve_config(arch, overrides)
+    model = registry.build_model(name, cfg, d, d)
+    save_checkpoint(path, model_payload(model, arch, TextPipeline("en"), TextPipeline("de")))
+    return path
+
+
+@pytest.fixture
+def random_ckpt(tmp_path: Path) -> Path:
+    return make_checkpoint(tmp_path / "random.pt")

@@ -13,6 +13,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sample": "nmtkit.cli.sample",
     "preprocess": "nmtkit.cli.preprocess",
     "train": "nmtkit.cli.train",
+    "translate": "nmtkit.cli.translate",
     "score": "nmtkit.cli.score",
 }
 

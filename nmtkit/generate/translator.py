@@ -1,0 +1,207 @@
+"""Raw text in, translations out: the library behind ``nmtkit-translate``.
+
+A :class:`Translator` owns an ensemble, the source/target text pipelines, the dictionaries
+and the search settings.  It turns a buffer of input lines into :class:`Translation` records
+(sorted by length for batching, returned in input order) with everything the output formats
+need: detokenized text, tokens, scores, per-token log-probs, word alignments.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import torch
+
+from nmtkit.data.dataset import pad_sequences
+from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_index, split_words
+from nmtkit.errors import NmtkitError
+from nmtkit.generate.beam import Hypothesis, beam_search
+from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.unk import replace_unks
+from nmtkit.generate.word_alignment import align_words, map_tokens_to_words
+
+UNK = "<unk>"
+
+
+@dataclass
+class SearchOptions:
+    beam: int = 5
+    nbest: int = 1
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    min_len: int = 1
+    lenpen: float = 1.0
+    lenpen_form: str = "fairseq"
+    unkpen: float = 0.0
+
+    def validate(self) -> None:
+        if self.beam < 1:
+            raise NmtkitError(f"--beam must be at least 1, got {self.beam}")
+        if self.nbest < 1 or self.nbest > self.beam:
+            raise NmtkitError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+
+
+@dataclass
+class Candidate:
+    """One output hypothesis of one input line."""
+
+    text: str  # detokenized, de-BPE'd: what the user reads
+    tokens: list[str]  # tokenized, BPE merged (fairseq's H line)
+    pieces: list[str]  # what the model emitted (after unk replacement)
+    score: float  # length-normalized search score
+    positional_scores: list[float]  # log-prob of each piece and of </s>
+    alignment: list[tuple[int, int]] = field(default_factory=list)  # (input word, output word)
+
+
+@dataclass
+class Translation:
+    index: int  # 0-based input line number
+    source: str  # the input line as given
+    source_tokens: list[str]
+    candidates: list[Candidate]
+    truncated_from: Optional[int] = None  # source pieces before truncation, if truncated
+
+
+class _CaseFoldLexicon(dict):
+    """A lexicon consulted with lowercased keys (for lowercasing pipelines)."""
+
+    def get(self, key, default=None):  # noqa: ANN001, ANN201
+        return super().get(key.lower(), default)
+
+
+class Translator:
+    def __init__(
+        self,
+        model: EnsembleModel,
+        src_pipe: TextPipeline,
+        tgt_pipe: TextPipeline,
+        search: SearchOptions,
+        device: torch.device,
+        replace_unk: bool = False,
+        lexicon: Optional[dict[str, str]] = None,
+        alignments: bool = False,
+        align_shift: int = 0,
+        max_source_len: Optional[int] = None,
+        amp_dtype: Optional[torch.dtype] = None,
+    ) -> None:
+        search.validate()
+        if (replace_unk or alignments) and not model.has_attention:
+            what = "--replace-unk" if replace_unk else "alignments"
+            raise NmtkitError(f"{what} needs attention, but the model has none (attention-free encoder-decoder)")
+        self.model = model
+        self.src_pipe, self.tgt_pipe = src_pipe, tgt_pipe
+        # the same tokenizer without lowercasing: unknown-word replacement copies words in their input case
+        self._cased_pipe = TextPipeline(src_pipe.lang, src_pipe.tokenizer) if src_pipe.lowercase else src_pipe
+        self.src_dict, self.tgt_dict = model.src_dict, model.tgt_dict
+        self.search = search
+        self.device = device
+        self.replace_unk = replace_unk
+        self.lexicon = _CaseFoldLexicon(lexicon or {}) if src_pipe.lowercase else (lexicon or {})
+        self.alignments = alignments
+        self.align_shift = align_shift
+        self.max_source_len = max_source_len
+        self.amp_dtype = amp_dtype
+        self.warnings: list[str] = []
+        self.n_sentences = 0
+        self.n_target_tokens = 0
+        self.seconds = 0.0
+
+    # -- encoding input ---------------------------------------------------------------------
+    def _prepare(self, index: int, line: str) -> dict:
+        cased = self._cased_pipe.tokenize(line)
+        tokens = [t.lower() for t in cased] if self.src_pipe.lowercase else cased
+        pieces = self.src_pipe.apply_bpe(tokens)
+        truncated_from = None
+        if self.max_source_len is not None and len(pieces) > self.max_source_len:
+            truncated_from = len(pieces)
+            self.warnings.append(f"line {index + 1}: {len(pieces)} source tokens, truncated to {self.max_source_len}")
+            pieces = pieces[: self.max_source_len]
+        tok_of_piece = piece_to_token_index(pieces)
+        return {
+            "index": index, "line": line, "tokens": tokens, "pieces": pieces, "truncated_from": truncated_from,
+            # per piece: the original-case token it belongs to (what unk replacement copies)
+            "copy_words": [cased[k] for k in tok_of_piece],
+            "ids": self.src_dict.encode(pieces, add_eos=False),
+        }
+
+    # -- the main entry ---------------------------------------------------------------------
+    def translate(self, lines: Sequence[tuple[int, str]], batch_size: int = 32, max_tokens: Optional[int] = None) -> list[Translation]:
+        """Translate ``(index, line)`` pairs; results in the order given."""
+        t0 = time.perf_counter()
+        items = [self._prepare(i, line) for i, line in lines]
+        results: list[Optional[Translation]] = [None] * len(items)
+        todo = []
+        for k, it in enumerate(items):
+            if not it["pieces"]:  # empty input line -> empty output line, no model call
+                results[k] = Translation(it["index"], it["line"], [], [Candidate("", [], [], 0.0, [0.0])])
+            else:
+                todo.append(k)
+        todo.sort(key=lambda k: len(items[k]["ids"]))
+        for batch in _batches(todo, [len(items[k]["ids"]) + 1 for k in todo], batch_size, max_tokens):
+            hyps = self._search([items[k]["ids"] for k in batch])
+            for k, nbest in zip(batch, hyps):
+                results[k] = self._finish(items[k], nbest)
+        self.seconds += time.perf_counter() - t0
+        self.n_sentences += len(items)
+        out = [r for r in results if r is not None]
+        self.n_target_tokens += sum(len(r.candidates[0].pieces) + 1 for r in out if r.candidates[0].pieces)
+        return out
+
+    def _search(self, id_lists: list[list[int]]) -> list[list[Hypothesis]]:
+        src, lengths = pad_sequences(id_lists)
+        src, lengths = src.to(self.device), lengths.to(self.device)
+        s = self.search
+        ctx = torch.autocast("cuda", dtype=self.amp_dtype) if self.amp_dtype is not None else _null()
+        with ctx:
+            return beam_search(
+                self.model, src, lengths, beam=s.beam, nbest=s.nbest, max_len_a=s.max_len_a, max_len_b=s.max_len_b,
+                min_len=s.min_len, lenpen=s.lenpen, lenpen_form=s.lenpen_form, unkpen=s.unkpen,
+                return_attention=self.replace_unk or self.alignments,
+            )
+
+    def _finish(self, item: dict, nbest: list[Hypothesis]) -> Translation:
+        cands = []
+        for hyp in nbest:
+            pieces = self.tgt_dict.decode(hyp.tokens, strip_specials=False)
+            if self.replace_unk and UNK in pieces:
+                pieces = replace_unks(pieces, hyp.attention, item["copy_words"], unk=UNK, lexicon=self.lexicon, bpe_marker=None)
+            tokens = merge_bpe(pieces)
+            text = self.tgt_pipe.detokenize(tokens)
+            cand = Candidate(text, tokens, pieces, hyp.score, [round(float(x), 4) for x in hyp.positional_scores])
+            if self.alignments and hyp.attention is not None:
+                cand.alignment = self._word_alignment(item, pieces, tokens, text, hyp.attention)
+            cands.append(cand)
+        return Translation(item["index"], item["line"], item["tokens"], cands, item["truncated_from"])
+
+    def _word_alignment(self, item: dict, pieces: list[str], tokens: list[str], text: str, attention: torch.Tensor) -> list[tuple[int, int]]:
+        """(input word, output word) links: pieces -> tokens -> the whitespace words as written."""
+        src_tok_word = map_tokens_to_words(item["line"], item["tokens"])
+        src_word_of = [src_tok_word[t] for t in piece_to_token_index(item["pieces"])]
+        tgt_tok_word = map_tokens_to_words(text, tokens)
+        tgt_word_of = [tgt_tok_word[t] for t in piece_to_token_index(pieces)]
+        return align_words(attention, src_word_of, tgt_word_of, self.align_shift,
+                           n_src_words=len(split_words(item["line"])), n_tgt_words=len(split_words(text)))
+
+
+class _null:
+    def __enter__(self):  # noqa: ANN204
+        return self
+
+    def __exit__(self, *a):  # noqa: ANN002, ANN204
+        return False
+
+
+def _batches(order: list[int], sizes: list[int], batch_size: int, max_tokens: Optional[int]) -> list[list[int]]:
+    """Consecutive (length-sorted) groups under a sentence count and padded-token budget."""
+    out, cur, longest = [], [], 0
+    for k, n in zip(order, sizes):
+        new_longest = max(longest, n)
+        if cur and (len(cur) >= batch_size or (max_tokens and new_longest * (len(cur) + 1) > max_tokens)):
+            out.append(cur)
+            cur, new_longest = [], n
+        cur.append(k)
+        longest = new_longest
+    if cur:
+        out.append(cur)
+    return out

@@ -1,0 +1,117 @@
+"""nmtkit-translate: never loses or reorders a line; batching, ensembles and options behave."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from nmtkit.cli.translate import command as translate
+
+from conftest import make_checkpoint
+
+
+def run(args: list[str], stdin: bytes | str = b""):
+    return CliRunner().invoke(translate, ["--quiet", "--threads", "1", *args], input=stdin)
+
+
+line_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=40)
+word_line = st.lists(st.sampled_from("the a cat dog sees Anna . , xyzzy Zoë".split() + ["\u2028", "\r", "\x85", "  "]), max_size=30).map(" ".join)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(st.one_of(line_text, word_line), max_size=12), buffer=st.sampled_from([1, 3, 100]))
+def test_one_output_line_per_input_line(random_ckpt, lines, buffer):
+    data = "".join(l + "\n" for l in lines).encode("utf-8")
+    res = run(["--path", str(random_ckpt), "--beam", "2", "--max-len-b", "5", "--buffer-size", str(buffer)], data)
+    assert res.exit_code == 0, res.output
+    out = res.stdout_bytes.decode("utf-8").split("\n")
+    assert out[-1] == "" and len(out) - 1 == len(lines)
+    for src, hyp in zip(lines, out):
+        if not src.rstrip("\r").strip(" \t"):  # words are separated by spaces and tabs only
+            assert hyp == ""  # empty input line -> empty output line
+
+
+def test_batched_equals_one_at_a_time(random_ckpt):
+    src = "the cat sees the dog .\nAnna sleeps\n\na dog runs , the cat sits .\nthe\n"
+    batched = run(["--path", str(random_ckpt), "--batch-size", "16", "--buffer-size", "100", "-v"], src)
+    single = run(["--path", str(random_ckpt), "--batch-size", "1", "--buffer-size", "1", "-v"], src)
+    assert batched.exit_code == 0 and single.exit_code == 0
+    assert batched.stdout == single.stdout
+
+
+def test_ensemble_of_one_model_twice_equals_the_model(random_ckpt):
+    src = "the cat sees the dog .\nAnna sleeps .\n"
+    one = run(["--path", str(random_ckpt), "-v", "--nbest", "3"], src)
+    two = run(["--path", f"{random_ckpt}:{random_ckpt}", "-v", "--nbest", "3"], src)
+    assert one.exit_code == 0 and one.stdout == two.stdout
+
+
+def test_verbose_and_nbest_formats(random_ckpt):
+    res = run(["--path", str(random_ckpt), "-v", "--nbest", "2", "--beam", "3"], "the cat .\n")
+    tags = [l.split("\t")[0] for l in res.stdout.splitlines()]
+    assert tags == ["S-0", "H-0", "D-0", "P-0", "A-0", "H-0", "D-0", "P-0", "A-0"]
+    res = run(["--path", str(random_ckpt), "--nbest", "2", "--beam", "3"], "the cat .\nthe dog\n")
+    lines = res.stdout.splitlines()
+    assert [l.split(" ||| ")[0] for l in lines] == ["0", "0", "1", "1"]
+    scores = [float(l.split(" ||| ")[2]) for l in lines[:2]]
+    assert scores[0] >= scores[1]
+
+
+def test_alignment_indexes_input_and_output_words(random_ckpt, tmp_path):
+    src = "the cat sees the dog .\n"
+    res = run(["--path", str(random_ckpt), "--print-alignment"], src)
+    hyp, links = res.stdout.rstrip("\n").split(" ||| ")
+    for link in links.split():
+        i, j = map(int, link.split("-"))
+        assert 0 <= i < len(src.split()) and 0 <= j < len(hyp.split())
+    res2 = run(["--path", str(random_ckpt), "--alignment-file", str(tmp_path / "a.txt")], src)
+    assert res2.stdout.rstrip("\n") == hyp and (tmp_path / "a.txt").read_text().strip() == links
+
+
+def test_long_line_is_truncated_with_warning_not_dropped(random_ckpt):
+    long = " ".join(["cat"] * 30)
+    res = run(["--path", str(random_ckpt), "--max-source-len", "10", "--max-len-b", "3", "--max-len-a", "0"], f"the\n{long}\nthe dog\n")
+    assert res.exit_code == 0
+    assert len(res.stdout.split("\n")) - 1 == 3
+    assert "line 2: 30 source tokens, truncated to 10" in res.stderr
+
+
+def test_invalid_utf8_error_after_earlier_lines(random_ckpt, tmp_path):
+    res = run(["--path", str(random_ckpt), "--buffer-size", "100"], b"the cat\nthe dog\nbad \xff\nlater\n")
+    assert res.exit_code == 1
+    assert len(res.stdout.splitlines()) == 2  # both earlier lines were written
+    assert "<stdin>:3: invalid UTF-8" in res.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--beam", "0"], "--beam must be at least 1"),
+    (["--beam", "2", "--nbest", "3"], "--nbest must be between 1 and --beam (2)"),
+])
+def test_bad_search_options(random_ckpt, args, message):
+    res = run(["--path", str(random_ckpt), *args], "the\n")
+    assert res.exit_code == 1 and message in res.stderr
+
+
+def test_missing_corrupt_and_mismatched_checkpoints(random_ckpt, tmp_path):
+    res = run(["--path", str(tmp_path / "nope.pt")], "x\n")
+    assert res.exit_code == 1 and "nope.pt" in res.stderr
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(random_ckpt.read_bytes()[:500])
+    res = run(["--path", str(bad)], "x\n")
+    assert res.exit_code == 1 and "bad.pt: not a readable nmtkit checkpoint" in res.stderr
+    other = make_checkpoint(tmp_path / "other.pt", words="completely different words here")
+    res = run(["--path", f"{random_ckpt}:{other}"], "x\n")
+    assert res.exit_code == 1 and "dictionar" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_console_script_streams_stdin(random_ckpt):
+    proc = subprocess.run([sys.executable, "-m", "nmtkit.cli.translate", "--path", str(random_ckpt), "--threads", "1"],
+                          input=b"the cat\n\nthe dog .\n", capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(b"\n") == 3
+    assert b"sentences/s" in proc.stderr

@@ -143,23 +143,24 @@ def test_padding_and_batch_invariance(arch: str, reverse: bool) -> None:
 @pytest.mark.parametrize("arch", TINY)
 def test_source_reversal_is_undone_before_states_leave_the_encoder(arch: str) -> None:
     """With reversal the encoder reads w_{n-1} .. w_1 w_0 </s>: changing w_0 (read last) may
-    change only the states at original positions 0 and </s>; without reversal, changing the
-    last word may change only its own state and </s>'s.  Checked inside a padded batch."""
-    if arch == "rnnsearch_tiny":
-        pytest.skip("bidirectional encoder: every state sees every word")
+    change only the (forward-direction) states at original positions 0 and </s>; without
+    reversal, changing the last word may change only its own state and </s>'s.  Checked
+    inside a padded batch, so per-sentence lengths are respected."""
     gen = torch.Generator().manual_seed(5)
     for reverse, changed in ((True, 0), (False, 4)):
         model = tiny_model(arch, source_reversal=reverse).eval()
+        forward_dir = slice(0, model.cfg.hidden_size)  # rnnsearch: the left-to-right half
         a = random_sentences(gen, [5, 8], 40)
         b = [list(a[0]), a[1]]
         b[0][changed] = 4 if a[0][changed] != 4 else 5
         with torch.no_grad():
-            sa = model.encode(*make_batch(a, a)[:2]).states[0]
-            sb = model.encode(*make_batch(b, b)[:2]).states[0]
+            sa = model.encode(*make_batch(a, a)[:2]).states[0, :, forward_dir]
+            sb = model.encode(*make_batch(b, b)[:2]).states[0, :, forward_dir]
         diff = (sa - sb).abs().sum(-1) > 1e-6  # per position
         expected = torch.zeros(sa.size(0), dtype=torch.bool)
         expected[[changed, 5]] = True  # the changed word and </s> (position 5); padding stays 0
         assert diff.tolist() == expected.tolist(), (reverse, diff)
+        assert (sa[6:] == 0).all()
 
 
 @pytest.mark.parametrize("arch", TINY)

@@ -87,18 +87,17 @@ class RNNSearchModel(Seq2SeqModel):
         return {"s": s0}
 
     def _step(
-        self, emb: Tensor, state: DecoderState, enc: EncoderOutput, advance: bool = True
+        self, emb: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Tensor, DecoderState]:
         """Embedded previous tokens ``[N, E]`` (dropout applied) -> (maxout output ``t_i``
-        ``[N, M]``, attention ``[N, S]``, new state).  Shared by decode_step and forward;
-        ``advance=False`` skips computing ``s_i`` (forward's last step never reads it)."""
+        ``[N, M]``, attention ``[N, S]``, new state).  Shared by decode_step and forward.
+        (Forward's last ``s_i`` is never read, but computing it keeps every parameter in
+        the graph even for one-step batches, which DistributedDataParallel requires.)"""
         s_prev = state["s"]
         top = s_prev[:, -1]
         context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"])
         t_pre = self.deep_output(torch.cat([top, emb, context], dim=-1))
         t = t_pre.view(t_pre.size(0), -1, 2).max(dim=-1).values
-        if not advance:
-            return t, weights, state
         x = torch.cat([emb, context], dim=-1).unsqueeze(1)
         _, s_new = self.decoder(x, layers_first(s_prev))
         return t, weights, {"s": batch_first(s_new)}
@@ -117,9 +116,8 @@ class RNNSearchModel(Seq2SeqModel):
         state = self.init_decoder_state(enc)
         emb = self.dropout(self.tgt_embed(prev_output_tokens))
         outs, attns = [], []
-        tgt_len = emb.size(1)
-        for i in range(tgt_len):  # c_i depends on s_{i-1}: inherently step by step
-            t, weights, state = self._step(emb[:, i], state, enc, advance=i < tgt_len - 1)
+        for i in range(emb.size(1)):  # c_i depends on s_{i-1}: inherently step by step
+            t, weights, state = self._step(emb[:, i], state, enc)
             outs.append(t)
             attns.append(weights)
         logits = self.output_projection(self.dropout(torch.stack(outs, dim=1)))

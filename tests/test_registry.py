@@ -169,7 +169,7 @@ PAPER_ROWS = [
     ("luong_t1_global_location_feed", dict(attention="global", score="location", input_feeding=True)),
     ("luong_t1_local_p_general_feed", dict(attention="local-p", score="general", input_feeding=True)),
     ("luong_t4_local_m_dot", dict(attention="local-m", score="dot", input_feeding=True, window=10)),
-    ("luong_wmt_en_de", dict(attention="local-p", score="general", input_feeding=True, dropout=0.2)),
+    ("luong_wmt_en_de", dict(attention="local-p", score="general", input_feeding=True, dropout=0.2, source_reversal=False)),
 ]
 
 

@@ -45,7 +45,9 @@ def _no_attention(cfg: dict, reverse: bool, dropout: float) -> None:
 # -- Luong et al. 2015 --------------------------------------------------------------------------
 @register_arch("luong", "luong_wmt_en_de")
 def luong_wmt_en_de(cfg: dict) -> None:
-    """Luong et al. 2015 best single WMT'14 En-De model: 4x1000 LSTM, local-p (general), input feeding, reverse, dropout 0.2."""
+    """WMT'14 En-De setting as fairseq ships it: 4x1000 LSTM, local-p (general), input feeding, dropout 0.2, no reversal
+    (the paper's best single model also reverses the source: add --source-reversal, or use luong_t1_local_p_general_feed)."""
+    cfg.setdefault("source_reversal", False)
     _luong_attentional(cfg, "local-p", "general")
 
 

@@ -1,0 +1,175 @@
+"""Word alignments of a parallel corpus by forced decoding with an attention model.
+
+What this module adds to the pieces it reuses (text pipelines, :mod:`nmtkit.generate.forced`,
+:mod:`nmtkit.generate.word_alignment`, :mod:`nmtkit.evaluate.symmetrize`): it keeps track of
+which *word of the line as the user gave it* every subword piece came from, so that links
+index those words whatever tokenization and BPE the model applies inside; it batches the
+corpus by length; and it counts aligned word pairs into a lexical dictionary.
+
+Word-level attention (see :mod:`nmtkit.generate.word_alignment`): a source word's column is
+the **sum** of its pieces' columns (the attention mass the word received), a target word's
+row is the **mean** of its pieces' rows (long words do not weigh more); the ``</s>`` column
+is dropped and rows are renormalised over the real source pieces.  Each target word is
+linked to its most-attended source word (one link per target word at most).
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from nmtkit.data.dataset import make_batches
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.data.text_pipeline import TextPipeline, piece_to_token_index, split_words
+from nmtkit.errors import InputError, NmtkitError
+from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.forced import collate, score_references
+from nmtkit.generate.word_alignment import align_words, map_tokens_to_words, merge_attention
+
+Link = tuple[int, int]
+
+
+@dataclass
+class PreparedSide:
+    """One sentence on one side: the user's words, the model's piece ids and their words.
+
+    ``ids`` ends with ``</s>``; ``word_of[k]`` is the index in ``words`` of piece ``k``.
+    """
+
+    words: list[str]
+    ids: list[int]
+    word_of: list[int]
+
+
+@dataclass
+class PreparedPair:
+    src: PreparedSide
+    tgt: PreparedSide
+
+
+@dataclass
+class AlignedPair:
+    """Links ``(i, j)`` (source word ``i``, target word ``j``) and, when kept, the word-level
+    attention ``[n_tgt_words, n_src_words]`` they were read from."""
+
+    links: list[Link]
+    attention: Optional[Tensor] = None
+
+
+def prepare_side(line: str, pipe: TextPipeline, dictionary: Dictionary, *, pretokenized: bool,
+                 path: str, lineno: int) -> PreparedSide:
+    """Words of ``line`` -> tokens -> BPE pieces -> ids, remembering each piece's word.
+
+    ``pretokenized``: the words already are the model's tokens (a split's ``.tok`` text),
+    only lowercasing (if the model's pipeline lowercases) and BPE are applied.
+    Otherwise the pipeline's tokenizer runs on the raw line and its tokens are mapped back
+    to the whitespace words (Moses may split one word into several tokens).
+    """
+    words = split_words(line)
+    if not words:
+        raise InputError(path, lineno, "empty line: every sentence pair needs at least one word on each side")
+    if pretokenized:
+        tokens = [w.lower() for w in words] if pipe.lowercase else list(words)
+        token_word = list(range(len(words)))
+    else:
+        tokens = pipe.tokenize(line)
+        if not tokens:
+            raise InputError(path, lineno, "no tokens left after tokenization")
+        token_word = list(range(len(tokens))) if pipe.tokenizer == "none" else map_tokens_to_words(line, tokens)
+    pieces = pipe.apply_bpe(tokens)
+    word_of = [token_word[t] for t in piece_to_token_index(pieces)]
+    return PreparedSide(words=words, ids=dictionary.encode(pieces, add_eos=True), word_of=word_of)
+
+
+def prepare_corpus(src_lines: Sequence[str], tgt_lines: Sequence[str], src_pipe: TextPipeline,
+                   tgt_pipe: TextPipeline, src_dict: Dictionary, tgt_dict: Dictionary, *,
+                   pretokenized: bool, src_path: str, tgt_path: str) -> list[PreparedPair]:
+    """Prepare every line pair (see :func:`prepare_side`); errors name file and line."""
+    if len(src_lines) != len(tgt_lines):
+        raise InputError(None, None, f"files are not parallel: {src_path} has {len(src_lines)} lines, "
+                                     f"{tgt_path} has {len(tgt_lines)} lines")
+    return [
+        PreparedPair(
+            prepare_side(s, src_pipe, src_dict, pretokenized=pretokenized, path=src_path, lineno=n),
+            prepare_side(t, tgt_pipe, tgt_dict, pretokenized=pretokenized, path=tgt_path, lineno=n),
+        )
+        for n, (s, t) in enumerate(zip(src_lines, tgt_lines), start=1)
+    ]
+
+
+def length_batches(pairs: Sequence[PreparedPair], batch_size: Optional[int],
+                   max_tokens: Optional[int]) -> list[list[int]]:
+    """Indices grouped into batches of similar length (sorted by source, then target pieces).
+
+    ``max_tokens`` bounds ``sentences x longest side`` (a sentence longer than the budget gets
+    a batch of its own); ``batch_size`` bounds the number of sentences.
+    """
+    if not pairs:
+        return []
+    src_sizes = np.array([len(p.src.ids) for p in pairs], dtype=np.int64)
+    tgt_sizes = np.array([len(p.tgt.ids) for p in pairs], dtype=np.int64)
+    return make_batches(src_sizes, tgt_sizes, max_tokens=max_tokens, batch_size=batch_size, shuffle=False)
+
+
+def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_shift: int,
+                batch_size: Optional[int] = 64, max_tokens: Optional[int] = None,
+                device: torch.device | str | None = None, keep_attention: Iterable[int] = (),
+                on_batch: Optional[Callable[[int], None]] = None) -> list[AlignedPair]:
+    """Force-decode every pair and read one link per target word off the attention.
+
+    Results are in input order.  ``keep_attention``: indices of pairs whose word-level
+    attention matrix is returned too (for plots; keeping all of them would cost memory).
+    ``on_batch(n)`` is called after each batch of ``n`` sentences (progress display).
+    """
+    if not model.has_attention:
+        raise NmtkitError(f"{', '.join(model.names)}: model has no attention, so it cannot align words")
+    keep = set(keep_attention)
+    out: list[Optional[AlignedPair]] = [None] * len(pairs)
+    for idx in length_batches(pairs, batch_size, max_tokens):
+        src, slen = collate([pairs[i].src.ids for i in idx], device)
+        tgt, tlen = collate([pairs[i].tgt.ids for i in idx], device)
+        for i, res in zip(idx, score_references(model, src, slen, tgt, tlen)):
+            if res.attention is None:
+                raise NmtkitError(f"{', '.join(model.names)}: model returned no attention")
+            p = pairs[i]
+            args = (res.attention, p.src.word_of, p.tgt.word_of, align_shift, len(p.src.words), len(p.tgt.words))
+            links = align_words(*args)
+            out[i] = AlignedPair(links=links, attention=merge_attention(*args).float() if i in keep else None)
+        if on_batch is not None:
+            on_batch(len(idx))
+    return out  # type: ignore[return-value]
+
+
+def flip(links: Iterable[Link]) -> list[Link]:
+    """Links of a target->source model, ``(target word, source word)``, turned into ``(i, j)``."""
+    return sorted((j, i) for i, j in links)
+
+
+# -- lexical dictionary -----------------------------------------------------------------------
+def count_word_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
+                     links: Sequence[Iterable[Link]]) -> dict[str, Counter]:
+    """How often each source word is linked to each target word over the corpus."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for (src_words, tgt_words), sent_links in zip(pairs, links):
+        for i, j in sent_links:
+            counts[src_words[i]][tgt_words[j]] += 1
+    return counts
+
+
+def build_lexicon(counts: dict[str, Counter], min_count: int = 2) -> list[tuple[str, str, int]]:
+    """The most frequent aligned target of each source word, if seen ``min_count`` times.
+
+    Ties between targets go to the alphabetically first one (deterministic output).  Sorted
+    by descending count, then source word.
+    """
+    entries = []
+    for src, tgts in counts.items():
+        tgt, n = min(tgts.items(), key=lambda kv: (-kv[1], kv[0]))
+        if n >= min_count:
+            entries.append((src, tgt, n))
+    entries.sort(key=lambda e: (-e[2], e[0]))
+    return entries

@@ -1,0 +1,353 @@
+"""nmtkit-align: word-level Pharaoh output, gold scoring, symmetrization, plots, dictionaries, errors.
+
+The behaviour tests use a luong_tiny model trained for a few seconds on a small ``nmtkit
+sample`` corpus (alignment *quality* is tested in test_align_e2e.py); the word-mapping tests
+use untrained models with Moses/BPE pipelines built in memory (the mapping does not depend on
+the weights).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit.cli.align import command as align
+from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.train import command as train
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.data.sample import generate_corpus
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.errors import NmtkitError
+from nmtkit.evaluate.aer import alignment_error_rate
+from nmtkit.evaluate.align_pipeline import build_lexicon, count_word_pairs, prepare_side
+from nmtkit.evaluate.alignment_io import read_alignments, read_gold
+from nmtkit.evaluate.symmetrize import symmetrize
+from nmtkit.generate.loading import load_ensemble
+from nmtkit.generate.unk import load_lexicon
+from nmtkit.models import registry
+from nmtkit.train.checkpoint import model_payload, save_checkpoint
+
+# Hand-written subword-nmt codes: "hund" -> "hu@@ nd", "katze" -> "ka@@ tze"; der, sieht, die stay whole.
+BPE_CODES = ("#version: 0.2\nh u\nn d</w>\nk a\nt z\ntz e</w>\nd e\nde r</w>\ns i\ne h\nsi eh\nsieh t</w>\n"
+             "d i\ndi e</w>\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures
+# ---------------------------------------------------------------------------------------------
+def run(args: list[str]):  # noqa: ANN201
+    return CliRunner().invoke(align, [str(a) for a in args])
+
+
+def links_of(output: str) -> list[set[tuple[int, int]]]:
+    out = []
+    for line in output.splitlines():
+        out.append({(int(a), int(b)) for a, b in (t.split("-") for t in line.split())})
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """A small sample corpus (en->de with gold links) preprocessed both ways, plus a model per
+    direction trained for a few seconds."""
+    root = tmp_path_factory.mktemp("align")
+    raw = root / "raw"
+    generate_corpus(raw, seed=3, n_train=300, n_valid=20, n_test=30)
+    for s, t in (("en", "de"), ("de", "en")):
+        res = CliRunner().invoke(preprocess, ["-s", s, "-t", t, "--trainpref", str(raw / "train"),
+                                              "--validpref", str(raw / "valid"), "--testpref", str(raw / "test"),
+                                              "--destdir", str(root / f"bin-{s}{t}")])
+        assert res.exit_code == 0, res.output
+        res = CliRunner().invoke(train, [str(root / f"bin-{s}{t}"), "--arch", "luong_tiny", "--save-dir",
+                                         str(root / f"ckpt-{s}{t}"), "--batch-size", "32", "--max-update", "15",
+                                         "--no-progress", "--seed", "1", "--threads", "1"])
+        assert res.exit_code == 0, res.output
+    return root
+
+
+def fwd(c: Path) -> str:
+    return str(c / "ckpt-ende" / "checkpoint_last.pt")
+
+
+def rev(c: Path) -> str:
+    return str(c / "ckpt-deen" / "checkpoint_last.pt")
+
+
+def text_args(c: Path, split: str = "test") -> list[str]:
+    return ["--source", c / "raw" / f"{split}.en", "--target", c / "raw" / f"{split}.de"]
+
+
+def untrained_checkpoint(path: Path, src_pipe: TextPipeline, tgt_pipe: TextPipeline,
+                         src_symbols: list[str], tgt_symbols: list[str], seed: int = 0) -> Path:
+    """A luong_tiny checkpoint with random weights and the given text pipelines."""
+    src_dict, tgt_dict = Dictionary(), Dictionary()
+    for s in src_symbols:
+        src_dict.add(s)
+    for s in tgt_symbols:
+        tgt_dict.add(s)
+    torch.manual_seed(seed)
+    name, cfg = registry.resolve_config("luong_tiny", {"hidden_size": 16, "embed_dim": 8, "layers": 1})
+    model = registry.build_model(name, cfg, src_dict, tgt_dict)
+    save_checkpoint(path, model_payload(model, "luong_tiny", src_pipe, tgt_pipe))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# words, tokens and pieces
+# ---------------------------------------------------------------------------------------------
+def test_pieces_map_back_to_the_words_as_given():
+    pipe = TextPipeline(lang="de", tokenizer="moses", lowercase=True, bpe_codes_text=BPE_CODES)
+    line = "Der Hund, (sieht) die Katze."
+    side = prepare_side(line, pipe, Dictionary(), pretokenized=False, path="x", lineno=1)
+    assert side.words == ["Der", "Hund,", "(sieht)", "die", "Katze."]
+    _, pieces = pipe.encode(line)
+    assert pieces == ["der", "hu@@", "nd", ",", "(", "sieht", ")", "die", "ka@@", "tze", "."]
+    assert side.word_of == [0, 1, 1, 1, 2, 2, 2, 3, 4, 4, 4]
+    assert len(side.ids) == len(pieces) + 1  # + </s>
+
+
+def test_pretokenized_words_are_the_tokens():
+    pipe = TextPipeline(lang="de", tokenizer="moses", lowercase=True, bpe_codes_text=BPE_CODES)
+    side = prepare_side("Der Hund , sieht", pipe, Dictionary(), pretokenized=True, path="x", lineno=1)
+    assert side.words == ["Der", "Hund", ",", "sieht"]
+    assert side.word_of == [0, 1, 1, 2, 3]
+
+
+def test_links_index_the_given_words_through_moses_and_bpe(tmp_path):
+    src_pipe = TextPipeline(lang="en", tokenizer="moses", lowercase=True)
+    tgt_pipe = TextPipeline(lang="de", tokenizer="moses", lowercase=True, bpe_codes_text=BPE_CODES)
+    ckpt = untrained_checkpoint(tmp_path / "m.pt", src_pipe, tgt_pipe, ["the", "dog", "sees", ".", ","],
+                                ["der", "hu@@", "nd", "sieht", "."])
+    src = ["The dog's (friend) sees, the cat.", "dog"]
+    tgt = ["Der Hund, sieht die Katze.", "Hund Katze Hund."]
+    (tmp_path / "s.txt").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    res = run(["--path", ckpt, "--source", tmp_path / "s.txt", "--target", tmp_path / "t.txt", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    for links, s, t in zip(links_of(res.stdout), src, tgt):
+        n_src, n_tgt = len(s.split()), len(t.split())
+        # exactly one link per target word, into the source words as given
+        assert sorted(j for _, j in links) == list(range(n_tgt))
+        assert all(0 <= i < n_src for i, _ in links)
+
+
+# ---------------------------------------------------------------------------------------------
+# happy paths on the briefly trained model
+# ---------------------------------------------------------------------------------------------
+def test_one_pharaoh_line_per_pair_in_input_order_whatever_the_batching(corpus, tmp_path):
+    base = run(["--path", fwd(corpus), *text_args(corpus), "--batch-size", "64"])
+    assert base.exit_code == 0, base.output
+    src = (corpus / "raw" / "test.en").read_text(encoding="utf-8").splitlines()
+    tgt = (corpus / "raw" / "test.de").read_text(encoding="utf-8").splitlines()
+    got = links_of(base.stdout)
+    assert len(got) == len(src) == 30
+    for links, s, t in zip(got, src, tgt):
+        assert sorted(j for _, j in links) == list(range(len(t.split())))
+        assert all(0 <= i < len(s.split()) for i, _ in links)
+    for extra in (["--batch-size", "1"], ["--batch-size", "7"], ["--max-tokens", "40"]):
+        other = run(["--path", fwd(corpus), *text_args(corpus), *extra])
+        assert other.exit_code == 0, other.output
+        assert other.stdout == base.stdout, extra
+    # --output writes the same lines to a file and nothing to stdout
+    out = tmp_path / "sub" / "a.align"
+    res = run(["--path", fwd(corpus), *text_args(corpus), "-o", out])
+    assert res.exit_code == 0 and res.stdout == ""
+    assert out.read_text(encoding="utf-8") == base.stdout
+
+
+def test_data_split_aligns_the_tok_text(corpus):
+    # the sample text is whitespace-tokenized and preprocess ran without a tokenizer, so the
+    # split's .tok text is the raw text and both inputs must give the same links
+    a = run(["--path", fwd(corpus), *text_args(corpus)])
+    b = run(["--path", fwd(corpus), "--data", corpus / "bin-ende", "--split", "test"])
+    assert a.exit_code == 0 and b.exit_code == 0, b.output
+    assert a.stdout == b.stdout
+
+
+def test_an_ensemble_of_one_model_twice_aligns_like_the_model(corpus):
+    a = run(["--path", fwd(corpus), *text_args(corpus)])
+    b = run(["--path", f"{fwd(corpus)}:{fwd(corpus)}", *text_args(corpus)])
+    assert b.exit_code == 0, b.output
+    assert a.stdout == b.stdout
+
+
+def test_gold_scores_match_the_printed_links(corpus):
+    gold_path = corpus / "raw" / "test.align"
+    res = run(["--path", fwd(corpus), *text_args(corpus), "--gold", gold_path])
+    assert res.exit_code == 0, res.output
+    assert "AER" in res.stderr and "source->target" in res.stderr
+    hyp = links_of(res.stdout)
+    src = [len(x.split()) for x in (corpus / "raw" / "test.en").read_text(encoding="utf-8").splitlines()]
+    tgt = [len(x.split()) for x in (corpus / "raw" / "test.de").read_text(encoding="utf-8").splitlines()]
+    want = alignment_error_rate(hyp, read_gold(gold_path, src, tgt))
+    js = run(["--path", fwd(corpus), *text_args(corpus), "--gold", gold_path, "--json"])
+    assert js.exit_code == 0, js.output
+    scores = json.loads(js.stdout)  # stdout carries only the JSON
+    assert scores["aer"] == pytest.approx(want.aer)
+    assert scores["precision"] == pytest.approx(want.precision)
+    assert scores["recall"] == pytest.approx(want.recall)
+    # --sure/--possible with the same links (sure only here) give the same scores
+    sp = run(["--path", fwd(corpus), *text_args(corpus), "--sure", gold_path, "--possible", gold_path, "--json"])
+    assert json.loads(sp.stdout)["aer"] == pytest.approx(want.aer)
+
+
+def test_symmetrization_combines_both_directions(corpus, tmp_path):
+    f = run(["--path", fwd(corpus), *text_args(corpus)])
+    # the reverse model reads German and writes English: its links are (de word, en word)
+    r = run(["--path", rev(corpus), "--source", corpus / "raw" / "test.de", "--target", corpus / "raw" / "test.en"])
+    assert f.exit_code == 0 and r.exit_code == 0, r.output
+    s2t = links_of(f.stdout)
+    t2s = [{(i, j) for j, i in links} for links in links_of(r.stdout)]
+    results = {}
+    for method in ("intersect", "union", "grow-diag-final", "grow-diag-final-and"):
+        res = run(["--path", fwd(corpus), "--reverse-path", rev(corpus), "--symmetrize", method, *text_args(corpus),
+                   "--gold", corpus / "raw" / "test.align", "-o", tmp_path / f"{method}.align"])
+        assert res.exit_code == 0, res.output
+        got = links_of((tmp_path / f"{method}.align").read_text(encoding="utf-8"))
+        assert got == [symmetrize(a, b, method) for a, b in zip(s2t, t2s)]
+        assert "target->source" in res.stderr and method in res.stderr
+        results[method] = got
+    for inter, uni, a, b in zip(results["intersect"], results["union"], s2t, t2s):
+        assert inter <= a <= uni and inter <= b <= uni
+
+
+def test_reverse_model_must_translate_the_other_way(corpus):
+    res = run(["--path", fwd(corpus), "--reverse-path", fwd(corpus), *text_args(corpus)])
+    assert res.exit_code == 1
+    assert "translates en->de, but a de->en model is needed" in res.output
+
+
+def test_plots_and_html_page(corpus, tmp_path):
+    out = tmp_path / "plots"
+    res = run(["--path", fwd(corpus), *text_args(corpus), "--gold", corpus / "raw" / "test.align",
+               "--plot", out, "--plot-ids", "0,3", "--html", "-o", tmp_path / "a.align"])
+    assert res.exit_code == 0, res.output
+    for k in (0, 3):
+        assert (out / f"align-{k}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (out / "align-1.png").exists()
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert 'src="align-0.png"' in page and 'src="align-3.png"' in page
+    first_src = (corpus / "raw" / "test.en").read_text(encoding="utf-8").splitlines()[0]
+    assert first_src.split()[1] in page
+    bad = run(["--path", fwd(corpus), *text_args(corpus), "--plot", out, "--plot-ids", "30"])
+    assert bad.exit_code == 1 and "--plot-ids 30 is out of range: there are 30 sentence pairs" in bad.output
+
+
+def test_build_dict_writes_the_most_frequent_aligned_word(corpus, tmp_path):
+    out = tmp_path / "dict.txt"
+    res = run(["--path", fwd(corpus), *text_args(corpus, "train"), "--build-dict", out, "--dict-min-count", "3",
+               "-o", tmp_path / "train.align"])
+    assert res.exit_code == 0, res.output
+    src = [l.split() for l in (corpus / "raw" / "train.en").read_text(encoding="utf-8").splitlines()]
+    tgt = [l.split() for l in (corpus / "raw" / "train.de").read_text(encoding="utf-8").splitlines()]
+    links = read_alignments(tmp_path / "train.align")
+    want = build_lexicon(count_word_pairs(list(zip(src, tgt)), links), min_count=3)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines == [f"{s} {t}" for s, t, _ in want] and lines
+    assert load_lexicon(out) == {s: t for s, t, _ in want}  # what --replace-unk reads
+
+
+def test_lexicon_counts_ties_and_min_count():
+    pairs = [(["a", "b"], ["x", "y"]), (["a", "b"], ["y", "x"]), (["a"], ["z"])]
+    links = [[(0, 0), (1, 1)], [(0, 1), (1, 1)], [(0, 0)]]
+    counts = count_word_pairs(pairs, links)
+    assert counts["a"] == {"x": 2, "z": 1} and counts["b"] == {"y": 1, "x": 1}
+    assert build_lexicon(counts, min_count=1) == [("a", "x", 2), ("b", "x", 1)]  # b: a tie, alphabetical
+    assert build_lexicon(counts, min_count=2) == [("a", "x", 2)]
+
+
+# ---------------------------------------------------------------------------------------------
+# errors: one line, file and line named, exit 1
+# ---------------------------------------------------------------------------------------------
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def one_line_error(res, *parts: str) -> None:  # noqa: ANN001
+    assert res.exit_code == 1, res.output
+    msg = res.output.strip()
+    assert msg.startswith("nmtkit-align: error: ") and "\n" not in msg, msg
+    for p in parts:
+        assert p in msg, msg
+
+
+def test_gold_with_the_wrong_number_of_lines(corpus, tmp_path):
+    gold = write(tmp_path / "g", "0-0\n" * 29)
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "--gold", gold]),
+                   f"{gold}: has 29 lines but there are 30 source sentences")
+
+
+def test_gold_index_out_of_range(corpus, tmp_path):
+    lines = (corpus / "raw" / "test.align").read_text(encoding="utf-8").splitlines()
+    lines[4] += " 99-0"
+    gold = write(tmp_path / "g", "\n".join(lines) + "\n")
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "--gold", gold]),
+                   f"{gold}:5:", "source index 99", "out of range")
+
+
+def test_malformed_gold_link(corpus, tmp_path):
+    lines = (corpus / "raw" / "test.align").read_text(encoding="utf-8").splitlines()
+    lines[2] = "0-0 1:1"
+    gold = write(tmp_path / "g", "\n".join(lines) + "\n")
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "--gold", gold]),
+                   f"{gold}:3:", "malformed alignment link '1:1'")
+
+
+def test_empty_line_in_the_text(corpus, tmp_path):
+    lines = (corpus / "raw" / "test.de").read_text(encoding="utf-8").splitlines()
+    lines[6] = "  "
+    tgt = write(tmp_path / "t.de", "\n".join(lines) + "\n")
+    one_line_error(run(["--path", fwd(corpus), "--source", corpus / "raw" / "test.en", "--target", tgt]),
+                   f"{tgt}:7: empty line")
+
+
+def test_source_and_target_line_counts_differ(corpus, tmp_path):
+    lines = (corpus / "raw" / "test.de").read_text(encoding="utf-8").splitlines()
+    tgt = write(tmp_path / "t.de", "\n".join(lines[:-1]) + "\n")
+    one_line_error(run(["--path", fwd(corpus), "--source", corpus / "raw" / "test.en", "--target", tgt]),
+                   "not parallel", "has 30 lines", "has 29 lines")
+
+
+def test_missing_and_corrupt_checkpoints(corpus, tmp_path):
+    missing = tmp_path / "nope.pt"
+    one_line_error(run(["--path", missing, *text_args(corpus)]), f"{missing}: no such checkpoint file")
+    one_line_error(run(["--path", f"{fwd(corpus)}:{missing}", *text_args(corpus)]), str(missing))
+    corrupt = tmp_path / "bad.pt"
+    corrupt.write_bytes(Path(fwd(corpus)).read_bytes()[:5000])
+    one_line_error(run(["--path", corrupt, *text_args(corpus)]), f"{corrupt}: not a readable nmtkit checkpoint")
+    one_line_error(run(["--path", fwd(corpus), "--reverse-path", corrupt, *text_args(corpus)]), str(corrupt))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--symmetrize", "union"], "--symmetrize needs --reverse-path"),
+    (["--json"], "--json prints alignment scores and needs --gold or --sure"),
+    (["--plot-ids", "1"], "--plot-ids and --html need --plot DIR"),
+    (["--possible", "x"], "--possible needs --sure"),
+    (["--data", "somewhere"], "give either --data DIR (with --split) or --source/--target, not both"),
+])
+def test_option_combinations_refused(corpus, args, message):
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), *args]), message)
+
+
+def test_text_is_required(corpus):
+    one_line_error(run(["--path", fwd(corpus), "--source", corpus / "raw" / "test.en"]),
+                   "give --source FILE and --target FILE, or --data DIR with --split")
+
+
+def test_ensembles_need_the_same_text_pipelines(tmp_path):
+    a = untrained_checkpoint(tmp_path / "a.pt", TextPipeline("en"), TextPipeline("de"), ["x"], ["y"])
+    b = untrained_checkpoint(tmp_path / "b.pt", TextPipeline("en", lowercase=True), TextPipeline("de"), ["x"], ["y"])
+    with pytest.raises(NmtkitError, match="source text pipelines"):
+        load_ensemble(f"{a}:{b}")
+    model, ckpts = load_ensemble(f"{a}:{a}")
+    assert len(model) == 2 and len(ckpts) == 2
+
+
+def test_help_names_the_align_shift_default():
+    res = CliRunner().invoke(align, ["--help"])
+    assert res.exit_code == 0
+    assert "--align-shift" in res.output and "footnote 14" in res.output

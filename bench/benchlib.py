@@ -1,0 +1,408 @@
+"""Shared helpers of the bench scripts: paths, timed commands, machine facts, RESULTS.md records.
+
+Every bench script runs real command lines (nmtkit's and the peers' CLIs) in subprocesses, so
+what is measured is what a user would get, start-up included.  A run is timed with wall clock,
+user+system CPU (less sensitive to other jobs on a shared 2-core machine; wait4's figure, or the
+per-process sum sampled from /proc when that is larger, as with worker pools never reaped) and two memory
+numbers: the peak RSS of the largest single process (``wait4``) and the peak summed RSS of the
+whole process tree (sampled from /proc, counts pages shared between forked workers twice).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "bench" / "RESULTS.md"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+# -- paths ----------------------------------------------------------------------------------
+def default_data() -> str:
+    """``$NMTKIT_DATA`` or ``../shared/data`` relative to the repository."""
+    return os.environ.get("NMTKIT_DATA", str((REPO.parent / "shared" / "data").resolve()))
+
+
+def default_peers() -> str:
+    """``$NMTKIT_PEERS`` or ``~/nmt-peers`` (venvs made by shared/peers/setup.sh)."""
+    return os.environ.get("NMTKIT_PEERS", str(Path.home() / "nmt-peers"))
+
+
+def add_common_args(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
+    """--data, --work, --peers, --record, options every script takes."""
+    ap.add_argument("--data", default=default_data(), help="folder holding multi30k/ (default: $NMTKIT_DATA or ../shared/data; now %(default)s)")
+    ap.add_argument("--work", default="/root/nmtkit-bench", help="where every output goes, outside the repo (default: %(default)s)")
+    ap.add_argument("--peers", default=default_peers(), help="peer venvs folder (default: $NMTKIT_PEERS or ~/nmt-peers; now %(default)s)")
+    ap.add_argument("--record", action="store_true", help="append this run's section to bench/RESULTS.md")
+
+
+def check_outside_repo(path: Path) -> None:
+    """Outputs must never land in the repository (only RESULTS.md is committed)."""
+    p = path.resolve()
+    if p == REPO or REPO in p.parents:
+        sys.exit(f"--work {path} is inside the repository {REPO}; choose a folder outside it")
+
+
+# -- timed commands -------------------------------------------------------------------------
+@dataclass
+class Run:
+    """One finished command: what ran and what it cost."""
+
+    cmd: list[str]
+    wall: float
+    user: float
+    sys: float
+    maxrss_mb: float  # largest single process (wait4 ru_maxrss)
+    tree_rss_mb: float  # peak of the summed RSS of the process tree (sampled)
+    rc: int
+    log: Optional[Path] = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def cpu(self) -> float:
+        return self.user + self.sys
+
+    def shell(self, stdin: Optional[str] = None, stdout: Optional[str] = None) -> str:
+        s = shlex.join(self.cmd)
+        if stdin:
+            s += f" < {stdin}"
+        if stdout:
+            s += f" > {stdout}"
+        return s
+
+
+def _children_map() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(name))
+    return kids
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def sample_tree(root: int, cpu_ticks: dict[int, int]) -> int:
+    """Summed RSS (bytes) of ``root`` and its descendants right now; records each process's
+    user+sys ticks in ``cpu_ticks`` (catches worker pools whose CPU wait4 never sees)."""
+    kids = _children_map()
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * PAGE
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            cpu_ticks[pid] = int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+        todo.extend(kids.get(pid, []))
+    return total
+
+
+def run_cmd(
+    cmd: Sequence[str],
+    log: Optional[Path] = None,
+    stdin: Optional[Path] = None,
+    stdout: Optional[Path] = None,
+    env: Optional[dict] = None,
+    cwd: Optional[Path] = None,
+    check: bool = True,
+    poll: float = 0.25,
+    quiet: bool = False,
+) -> Run:
+    """Run ``cmd`` to completion; stderr (and stdout unless redirected) go to ``log``."""
+    cmd = [str(c) for c in cmd]
+    if not quiet:
+        print(f"$ {shlex.join(cmd)}" + (f" < {stdin}" if stdin else "") + (f" > {stdout}" if stdout else ""), flush=True)
+    full_env = dict(os.environ, **(env or {}))
+    logf = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
+    fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
+    fout = open(stdout, "wb") if stdout else logf
+    peak = [0]
+    ticks: dict[int, int] = {}
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=logf, env=full_env, cwd=cwd)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], sample_tree(proc.pid, ticks))
+                done.wait(poll)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        done.set()
+        th.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        for fh in (logf, fin, fout):
+            if hasattr(fh, "close"):
+                fh.close()
+    user, system = ru.ru_utime, ru.ru_stime
+    sampled = sum(ticks.values()) / TICK
+    if sampled > user + system:  # children wait4 did not account for (e.g. detached worker pools)
+        user = sampled - system
+    run = Run(cmd, wall, user, system, ru.ru_maxrss / 1024, peak[0] / 2**20, proc.returncode, log)
+    if check and run.rc != 0:
+        tail = Path(log).read_text(encoding="utf-8", errors="replace")[-3000:] if log else ""
+        sys.exit(f"command failed with status {run.rc}: {shlex.join(cmd)}\n{tail}")
+    if not quiet:
+        print(f"  -> {run.wall:.1f} s wall, {run.cpu:.1f} s CPU, peak RSS {run.maxrss_mb:.0f} MB (tree {run.tree_rss_mb:.0f} MB)", flush=True)
+    return run
+
+
+# -- facts about the machine and the software -------------------------------------------------
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def mem_total_gib() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) / 2**20
+    return float("nan")
+
+
+def uptime_line() -> str:
+    """``uptime`` output (load averages show how busy the shared machine was)."""
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "load average: " + Path("/proc/loadavg").read_text().strip()
+
+
+def gpu_line() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"GPU: {torch.cuda.get_device_name(0)}"
+    except ImportError:
+        pass
+    return "GPU: none (CPU-only machine; no GPU numbers)"
+
+
+def machine_info() -> str:
+    return (
+        f"CPU: {cpu_model()}, {os.cpu_count()} cores; RAM {mem_total_gib():.1f} GiB; "
+        f"{platform.system()} {platform.release()}; Python {platform.python_version()}; {gpu_line()}"
+    )
+
+
+def git_commit() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "nmtkit"], capture_output=True, text=True).stdout.strip()
+        return rev + (" (nmtkit/ has uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def dist_version(python: str, dist: str) -> str:
+    """Version of an installed distribution, as seen by the given interpreter."""
+    code = f"import importlib.metadata as m; print(m.version({dist!r}))"
+    r = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return r.stdout.strip() or "?"
+
+
+def software_line(peers: dict[str, tuple[str, str]]) -> str:
+    """nmtkit commit and library versions; ``peers``: name -> (python, distribution)."""
+    py = sys.executable
+    parts = [f"nmtkit {dist_version(py, 'nmtkit')} @ {git_commit()}"]
+    parts += [f"{d} {dist_version(py, d)}" for d in ("torch", "sacremoses", "subword-nmt", "sacrebleu")]
+    parts += [f"{name} {dist_version(p, d)} (torch {dist_version(p, 'torch')})" for name, (p, d) in peers.items()]
+    return "; ".join(parts)
+
+
+# -- RESULTS.md ---------------------------------------------------------------------------------
+HEADER = (
+    "# nmtkit benchmark results\n\n"
+    "Appended by `python bench/<script>.py --record` (see bench/README.md). Each section says\n"
+    "the machine, its load while running, the software versions and the exact commands.\n"
+)
+
+
+def now() -> str:
+    return _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def section(title: str, machine: str, load_before: str, load_after: str, software: str, body: str, commands: list[str]) -> str:
+    """One RESULTS.md section in the common layout."""
+    cmds = "\n".join(commands)
+    return (
+        f"\n## {title} ({now()})\n\n"
+        f"- machine: {machine}\n"
+        f"- load: before `{load_before}`; after `{load_after}`\n"
+        f"- software: {software}\n\n"
+        f"{body.rstrip()}\n\n"
+        f"Commands:\n\n```\n{cmds}\n```\n"
+    )
+
+
+def append_results(text: str, path: Path = RESULTS) -> None:
+    """Append a section to RESULTS.md (atomically rewritten, so it is never half written)."""
+    from nmtkit.utils.textio import atomic_write
+
+    old = path.read_text(encoding="utf-8") if path.exists() else HEADER
+    with atomic_write(path) as fh:
+        fh.write(old.rstrip("\n") + "\n" + text)
+    print(f"recorded in {path}")
+
+
+def md_table(header: list[str], rows: list[list[object]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b else "n/a"
+
+
+# -- the Multi30k En-De data every script shares ---------------------------------------------------
+SPLITS = {"train": "train", "valid": "valid", "test": "test2016"}  # nmtkit split name -> file prefix
+
+
+def raw_prefix(data: str, split: str) -> Path:
+    """``{data}/multi30k/{train,valid,test2016}`` (files PREFIX.en / PREFIX.de)."""
+    return Path(data) / "multi30k" / SPLITS[split]
+
+
+def check_raw_data(data: str) -> None:
+    missing = [str(raw_prefix(data, s)) + f".{l}" for s in SPLITS for l in ("en", "de") if not Path(f"{raw_prefix(data, s)}.{l}").is_file()]
+    if missing:
+        sys.exit(f"missing Multi30k files: {', '.join(missing)} (set --data or $NMTKIT_DATA)")
+
+
+def nmtkit_destdir(work: Path) -> Path:
+    """The nmtkit data directory written by bench/preprocess.py (moses + joint BPE 10k)."""
+    return Path(work) / "multi30k.en-de.bpe10k"
+
+
+def bpe_text_dir(work: Path) -> Path:
+    """Plain-text copy of exactly the BPE pieces nmtkit trained on: {train,valid,test}.{en,de}."""
+    return Path(work) / "multi30k.bpe10k.txt"
+
+
+def need_step1(work: Path) -> tuple[Path, Path]:
+    dest, txt = nmtkit_destdir(work), bpe_text_dir(work)
+    if not (dest / "meta.json").is_file() or not (txt / "train.en").is_file():
+        sys.exit(f"{dest} or {txt} missing: run `python bench/preprocess.py --work {work}` first")
+    return dest, txt
+
+
+def count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for _ in fh)
+
+
+# -- OpenNMT-py ---------------------------------------------------------------------------------------
+ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # torch>=2.6 + OpenNMT 3.5.1 checkpoints (shared/peers/README.md)
+
+
+def onmt_luong_yaml(
+    path: Path, txt: Path, out: Path, steps: int, batch_size: int, embed: int = 256, hidden: int = 256, layers: int = 2,
+    dropout: float = 0.2, valid: bool = False, valid_steps: int = 0, save_steps: int = 0, keep: int = -1, seed: int = 1,
+) -> Path:
+    """OpenNMT-py config matching nmtkit's luong_* presets: unidirectional LSTM encoder/decoder,
+    global attention with the 'general' score, input feeding, uniform init 0.1, Adam, clip 5,
+    loss normalized per target token like nmtkit (OpenNMT's default is per sentence)."""
+    out.mkdir(parents=True, exist_ok=True)
+    valid_part = f"  valid:\n    path_src: {txt}/valid.en\n    path_tgt: {txt}/valid.de\n" if valid else ""
+    path.write_text(
+        f"""# written by bench/benchlib.py:onmt_luong_yaml
+save_data: {out}/data
+src_vocab: {out}/vocab.en
+tgt_vocab: {out}/vocab.de
+overwrite: true
+seed: {seed}
+data:
+  corpus_1:
+    path_src: {txt}/train.en
+    path_tgt: {txt}/train.de
+{valid_part}model_type: text
+encoder_type: rnn
+decoder_type: rnn
+rnn_type: LSTM
+enc_layers: {layers}
+dec_layers: {layers}
+word_vec_size: {embed}
+hidden_size: {hidden}
+global_attention: general
+global_attention_function: softmax
+input_feed: 1
+bridge: false
+dropout: [{dropout}]
+param_init: 0.1
+world_size: 1
+gpu_ranks: []
+batch_type: sents
+batch_size: {batch_size}
+valid_batch_size: {batch_size}
+normalization: tokens
+optim: adam
+learning_rate: 0.001
+max_grad_norm: 5
+train_steps: {steps}
+valid_steps: {valid_steps or steps * 10}
+save_checkpoint_steps: {save_steps or steps}
+keep_checkpoint: {keep}
+report_every: 50
+save_model: {out}/model
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+_ONMT_STEP = re.compile(
+    r"Step\s+(\d+)(?:/\s*\d+)?; .*?bsz:\s*([\d.]+)/\s*([\d.]+)/\s*([\d.]+);\s*([\d.]+)/\s*([\d.]+) tok/s;\s*([\d.]+) sec"
+)
+
+
+def parse_onmt_train_log(text: str) -> dict:
+    """OpenNMT-py's training log -> report windows, parameter count, validation perplexities.
+
+    A report line reads ``Step 50/ 454; ... bsz: S/T/N; s/t tok/s; 23 sec``: T is the mean number
+    of target tokens per batch in the window and ``sec`` the time since training started, so a
+    window's target tokens are T x its batches.  Validation lines come in step order."""
+    windows, prev = [], 0
+    for m in _ONMT_STEP.finditer(text):
+        step = int(m.group(1))
+        windows.append({"step": step, "tgt_tokens": float(m.group(3)) * (step - prev), "sec": float(m.group(7)), "tok_s": float(m.group(6))})
+        prev = step
+    params = re.search(r"\* number of parameters:\s*(\d+)", text)
+    return {
+        "windows": windows,
+        "params": int(params.group(1)) if params else None,
+        "valid_ppl": [float(p) for p in re.findall(r"Validation perplexity:\s*([\d.naif]+)", text)],
+    }

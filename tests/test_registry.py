@@ -156,8 +156,10 @@ def test_all_presets_are_listed_resolved_and_described() -> None:
         assert archs[arch][0] == model
         assert archs[arch][1] == config_to_dict(resolve_config(arch, {})[1])
         assert arch_description(arch)
-    for _, options in archs.values():
-        assert options["init_scale"] == 0.1
+    for arch, (_, options) in archs.items():
+        # the papers' presets use U(-0.1, 0.1); CPU-sized and tiny ones torch's defaults (see presets.py)
+        cpu_sized = arch.endswith(("_tiny", "_small", "_medium"))
+        assert options["init_scale"] == (0.0 if cpu_sized else 0.1), arch
 
 
 # (arch, options that define the row in the paper)

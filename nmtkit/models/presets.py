@@ -136,6 +136,14 @@ def rnnencdec_50(cfg: dict) -> None:
 
 
 # -- CPU-sized (Multi30k-scale data) ----------------------------------------------------------------
+#: Why the CPU-sized and tiny presets use torch's default initialisation (init_scale 0) rather
+#: than the papers' U(-0.1, 0.1): with Adam and small embeddings, U(-0.1, 0.1) embeddings
+#: (std 0.06 instead of N(0, 1)) make the first epochs crawl.  Measured on a reverse-copy task
+#: (vocab 100, batch 64, Adam 3e-3, luong_tiny): validation ppl after 3 epochs 58.1 with
+#: U(-0.1, 0.1), 1.1 with torch defaults.  The paper presets keep U(-0.1, 0.1) (--init-scale 0.1).
+CPU_PRESET_INIT = 0.0
+
+
 @register_arch("luong", "luong_small")
 def luong_small(cfg: dict) -> None:
     """CPU-sized Luong model: 2x256 LSTM, 256-dim embeddings, global (general) attention, input feeding, dropout 0.2."""
@@ -146,7 +154,7 @@ def luong_small(cfg: dict) -> None:
     cfg.setdefault("attention", "global")
     cfg.setdefault("score", "general")
     cfg.setdefault("input_feeding", True)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init_scale", CPU_PRESET_INIT)
 
 
 @register_arch("luong", "luong_medium")
@@ -167,7 +175,7 @@ def rnnsearch_small(cfg: dict) -> None:
     cfg.setdefault("maxout_size", 256)
     cfg.setdefault("layers", 1)
     cfg.setdefault("dropout", 0.2)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init_scale", CPU_PRESET_INIT)
 
 
 @register_arch("rnnencdec", "rnnencdec_small")
@@ -179,7 +187,7 @@ def rnnencdec_small(cfg: dict) -> None:
     cfg.setdefault("layers", 2)
     cfg.setdefault("source_reversal", True)
     cfg.setdefault("dropout", 0.2)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init_scale", CPU_PRESET_INIT)
 
 
 # -- tiny (tests and the demo: < 1M parameters with a 200-word vocabulary) ---------------------------
@@ -193,7 +201,7 @@ def luong_tiny(cfg: dict) -> None:
     cfg.setdefault("attention", "global")
     cfg.setdefault("score", "general")
     cfg.setdefault("input_feeding", True)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init_scale", CPU_PRESET_INIT)
 
 
 @register_arch("rnnsearch", "rnnsearch_tiny")
@@ -205,7 +213,7 @@ def rnnsearch_tiny(cfg: dict) -> None:
     cfg.setdefault("maxout_size", 64)
     cfg.setdefault("layers", 1)
     cfg.setdefault("dropout", 0.1)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init_scale", CPU_PRESET_INIT)
 
 
 @register_arch("rnnencdec", "rnnencdec_tiny")
@@ -217,4 +225,4 @@ def rnnencdec_tiny(cfg: dict) -> None:
     cfg.setdefault("layers", 2)
     cfg.setdefault("source_reversal", True)
     cfg.setdefault("dropout", 0.1)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init_scale", CPU_PRESET_INIT)

@@ -62,7 +62,7 @@ def test_length_filter_reports_counts(tmp_path):
     raw = tmp_path / "raw"
     long = " ".join(["w"] * 60)
     write(raw / "train.en", f"a b\n{long}\n\nx\n")
-    write(raw / "train.de", f"a b\nc\nq\nx y z w v u t s r q p\n")
+    write(raw / "train.de", "a b\nc\nq\nx y z w v u t s r q p\n")
     dest = tmp_path / "bin"
     res = run(["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--destdir", str(dest), "--max-len-ratio", "5"])
     assert res.exit_code == 0, res.output

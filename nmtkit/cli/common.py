@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 from rich.console import Console
 
 from nmtkit.errors import NmtkitError
+
+if TYPE_CHECKING:
+    import torch
 
 #: Progress, tables and messages go to stderr so that stdout carries only results.
 console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -44,7 +47,7 @@ def handle_errors(prog: str) -> Callable:
     return deco
 
 
-def parse_device(name: str) -> "torch.device":  # noqa: F821
+def parse_device(name: str) -> "torch.device":
     """Resolve ``auto|cpu|cuda[:N]``; ``auto`` takes a GPU when one is present."""
     import torch
 

@@ -15,6 +15,7 @@ SUBCOMMANDS: dict[str, str] = {
     "train": "nmtkit.cli.train",
     "translate": "nmtkit.cli.translate",
     "score": "nmtkit.cli.score",
+    "align": "nmtkit.cli.align",
 }
 
 

@@ -21,14 +21,13 @@ summed over the reference tokens including ``</s>``), then
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Sequence
 
 import click
 from rich.table import Table
 
 from nmtkit.cli.common import console, handle_errors, parse_device
-from nmtkit.errors import InputError, NmtkitError
+from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, bleu_by_length, parse_edges
 from nmtkit.evaluate.metrics import (
     DEFAULT_BOOTSTRAP_SAMPLES,
@@ -222,7 +221,7 @@ def _text_json(names: list[str], sys_files: list[str], metric_names: list[str],
 # ---------------------------------------------------------------------------------------
 # model scoring (forced decoding of references)
 # ---------------------------------------------------------------------------------------
-def forced_scores(checkpoints: Sequence[str], *, data_dir: str | None, split: str, source: str | None,
+def forced_scores(checkpoints: str, *, data_dir: str | None, split: str, source: str | None,
                   target: str | None, batch_size: int, device: Any) -> list[Any]:
     """Load the checkpoints as one ensemble and force-decode the references.
 
@@ -232,19 +231,19 @@ def forced_scores(checkpoints: Sequence[str], *, data_dir: str | None, split: st
     :class:`nmtkit.generate.forced.ForcedResult` objects in corpus order.
     """
     from nmtkit.data.dictionary import EOS_ID
-    from nmtkit.generate.ensemble import EnsembleModel
     from nmtkit.generate.forced import score_corpus
-    from nmtkit.train.checkpoint import load_model, pipelines_from_checkpoint
+    from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
+    from nmtkit.train.checkpoint import pipelines_from_checkpoint
 
-    loaded = [load_model(p, device) for p in checkpoints]
-    model = EnsembleModel([m for m, _ in loaded], names=list(checkpoints))
+    model, ckpts = load_ensemble(checkpoints, device)
+    first_path = split_checkpoint_paths(checkpoints)[0]
     if data_dir is not None:
         from nmtkit.data.dataset import DataDir
 
         data = DataDir(data_dir)
         for side, mine, theirs in (("source", model.src_dict, data.src_dict), ("target", model.tgt_dict, data.tgt_dict)):
             if mine.checksum() != theirs.checksum():
-                raise NmtkitError(f"{checkpoints[0]} and {data_dir}: the {side} dictionaries differ "
+                raise NmtkitError(f"{first_path} and {data_dir}: the {side} dictionaries differ "
                                   "(score data preprocessed with the model's dictionaries, or use --source/--target)")
         ds = data.load_split(split)
         src_seqs = [ds.src[i].tolist() + [EOS_ID] for i in range(len(ds))]
@@ -253,7 +252,7 @@ def forced_scores(checkpoints: Sequence[str], *, data_dir: str | None, split: st
         assert source is not None and target is not None
         src_lines, tgt_lines = read_lines(source), read_lines(target)
         check_parallel([_display(source), _display(target)], [len(src_lines), len(tgt_lines)])
-        src_pipe, tgt_pipe = pipelines_from_checkpoint(loaded[0][1])
+        src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
         src_seqs = [model.src_dict.encode(src_pipe.encode(line)[1], add_eos=True) for line in src_lines]
         tgt_seqs = [model.tgt_dict.encode(tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]
     if not src_seqs:
@@ -264,12 +263,9 @@ def forced_scores(checkpoints: Sequence[str], *, data_dir: str | None, split: st
 def _score_model(*, checkpoints: str, data: str | None, split: str, source: str | None,
                  target: str | None, batch_size: int, device: str, as_json: bool) -> None:
     """Reference log-probabilities per sentence and corpus perplexity under a model/ensemble."""
-    paths = [p for p in checkpoints.split(":") if p]
-    if not paths:
-        raise NmtkitError("--path needs at least one checkpoint file")
-    for p in paths:
-        if not os.path.isfile(p):
-            raise InputError(p, None, "no such checkpoint file")
+    from nmtkit.generate.loading import split_checkpoint_paths
+
+    paths = split_checkpoint_paths(checkpoints)
     if data is not None and (source is not None or target is not None):
         raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
     if data is None and (source is None or target is None):
@@ -277,7 +273,7 @@ def _score_model(*, checkpoints: str, data: str | None, split: str, source: str 
     if source is not None and source == target == "-":
         raise NmtkitError("standard input ('-') can be read only once")
 
-    scores = forced_scores(paths, data_dir=data, split=split, source=source, target=target,
+    scores = forced_scores(checkpoints, data_dir=data, split=split, source=source, target=target,
                            batch_size=batch_size, device=parse_device(device))
     logprobs = [float(r.log_prob) for r in scores]
     counts = [int(r.num_tokens) for r in scores]

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
-import torch
 from torch import Tensor, nn
 
 DecoderState = dict[str, Tensor]

@@ -11,7 +11,6 @@ import json
 import math
 import random
 import signal
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -21,7 +20,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from nmtkit.data.dataset import Batch, DataDir, ParallelDataset, collate, make_batches
+from nmtkit.data.dataset import DataDir, ParallelDataset, collate, make_batches
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
 from nmtkit.train.checkpoint import load_checkpoint, model_payload, save_checkpoint

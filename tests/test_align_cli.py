@@ -81,17 +81,18 @@ def text_args(c: Path, split: str = "test") -> list[str]:
 
 
 def untrained_checkpoint(path: Path, src_pipe: TextPipeline, tgt_pipe: TextPipeline,
-                         src_symbols: list[str], tgt_symbols: list[str], seed: int = 0) -> Path:
-    """A luong_tiny checkpoint with random weights and the given text pipelines."""
+                         src_symbols: list[str], tgt_symbols: list[str], seed: int = 0,
+                         arch: str = "luong_tiny") -> Path:
+    """A small checkpoint of ``arch`` with random weights and the given text pipelines."""
     src_dict, tgt_dict = Dictionary(), Dictionary()
     for s in src_symbols:
         src_dict.add(s)
     for s in tgt_symbols:
         tgt_dict.add(s)
     torch.manual_seed(seed)
-    name, cfg = registry.resolve_config("luong_tiny", {"hidden_size": 16, "embed_dim": 8, "layers": 1})
+    name, cfg = registry.resolve_config(arch, {"hidden_size": 16, "embed_dim": 8, "layers": 1})
     model = registry.build_model(name, cfg, src_dict, tgt_dict)
-    save_checkpoint(path, model_payload(model, "luong_tiny", src_pipe, tgt_pipe))
+    save_checkpoint(path, model_payload(model, arch, src_pipe, tgt_pipe))
     return path
 
 
@@ -331,6 +332,19 @@ def test_missing_and_corrupt_checkpoints(corpus, tmp_path):
 ])
 def test_option_combinations_refused(corpus, args, message):
     one_line_error(run(["--path", fwd(corpus), *text_args(corpus), *args]), message)
+
+
+def test_data_dir_of_the_other_direction(corpus):
+    one_line_error(run(["--path", rev(corpus), "--data", corpus / "bin-ende"]),
+                   "is en->de but the model translates de->en")
+
+
+def test_a_model_without_attention_cannot_align(tmp_path):
+    ckpt = untrained_checkpoint(tmp_path / "m.pt", TextPipeline("en"), TextPipeline("de"), ["a"], ["b"],
+                                arch="rnnencdec_tiny")
+    s = write(tmp_path / "s", "a a\n")
+    t = write(tmp_path / "t", "b\n")
+    one_line_error(run(["--path", ckpt, "--source", s, "--target", t]), "model has no attention")
 
 
 def test_text_is_required(corpus):

@@ -8,12 +8,19 @@ target line, whatever tokenization and BPE the model applies inside.  Subword at
 is merged to words by **summing** a source word's piece columns and **averaging** a target
 word's piece rows; the ``</s>`` column is dropped.
 
-``--align-shift`` (Luong et al. 2015, footnote 14): with content-based attention scores
-(dot/general/concat) the attention computed at step t, from a decoder state that has just
-read y_{t-1}, tends to point at the source of y_{t-1}; shift 1 reads target word t's links
-from step t+1.  The default, 0, was measured to be better for the default model
-(``luong_tiny``, global/general attention with input feeding) on the ``nmtkit sample``
-corpus's gold alignments; see ``DEFAULT_ALIGN_SHIFT``.
+``--align-shift`` (Luong et al. 2015, footnote 14): the paper reads the alignment of content-
+based attention (dot/general/concat) off the *next* step (shift 1), because the attention
+computed at step t, from a decoder state that has just read y_{t-1}, pointed at the source of
+y_{t-1} in their models.  Here the default is 0, by measurement: in nmtkit's Luong model the
+attention of step t builds the attentional state that predicts y_t itself, and on the
+``nmtkit sample`` test set's gold links luong_tiny (global/general attention, input feeding;
+5,000 training pairs, batch 32, Adam 0.002) scored AER 0.78 / 0.46 / 0.29 / 0.23 after
+6 / 12 / 16 / 20 epochs with shift 0 against 0.87 / 0.88 / 0.89 / 0.88 with shift 1
+(rnnsearch_tiny: 0.36-0.47 against 0.87-0.90).  Shift 1 remains available for models that
+behave as the paper's did.
+
+Output streams: links on stdout (or ``--output``); tables and progress on stderr; with
+``--json`` stdout carries only the scores.
 """
 from __future__ import annotations
 
@@ -30,7 +37,7 @@ from nmtkit.errors import NmtkitError
 
 PROG = "nmtkit-align"
 
-#: Measured on the ``nmtkit sample`` test set's gold links with luong_tiny (see the module docstring).
+#: Measured on the ``nmtkit sample`` test set's gold links with luong_tiny (numbers in the module docstring).
 DEFAULT_ALIGN_SHIFT = 0
 SYMMETRIZATIONS = ("intersect", "union", "grow-diag-final", "grow-diag-final-and")
 DEFAULT_PLOTS = 5
@@ -271,7 +278,8 @@ def run_align(o: dict[str, Any]) -> None:
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write the Pharaoh links here (default: stdout).")
 @click.option("--align-shift", type=click.IntRange(0, 1), default=DEFAULT_ALIGN_SHIFT, show_default=True,
               help="Read target word t's links from decoder step t+shift (Luong et al. 2015, footnote 14). "
-                   "0 measured best for luong_tiny on the sample corpus.")
+                   "0 is the default because it measured far better for luong_tiny on the sample corpus's gold "
+                   "(AER 0.23 vs 0.88): here step t's attention feeds the prediction of word t itself.")
 @click.option("--gold", default=None, metavar="FILE", help="Gold links (i-j sure, i?j possible): print precision, recall, AER.")
 @click.option("--sure", default=None, metavar="FILE", help="Gold sure links (i-j), instead of --gold.")
 @click.option("--possible", default=None, metavar="FILE", help="Gold possible links (i-j), with --sure.")

@@ -154,6 +154,7 @@ def test_held_out_names_in_test(corpus: Path) -> None:
     ("indef", "dog", "acc", "einen kleinen Hund"), ("indef", "child", "nom", "ein kleines Kind"),
     ("indef", "cat", "dat", "einer kleinen Katze"), ("this", "child", "dat", "diesem kleinen Kind"),
     ("poss", "child", "dat", "meinem kleinen Kind"), ("every", "cat", "nom", "jede kleine Katze"),
+    ("this", "dog", "dat", "diesem kleinen Hund"), ("no", "dog", "acc", "keinen kleinen Hund"),
 ])
 def test_adjective_endings_agree(det: str, gender_noun: str, case: str, expected: str) -> None:
     links: S.Links = []
@@ -176,6 +177,8 @@ def test_strong_endings_without_article_and_weak_nouns() -> None:
     links: S.Links = []
     _, de = S.realize_pp(S.PP(("with",), "mit", "dat", the("water", det="bare", adj=adj("cold"))), links)
     assert [t.text for t in de] == ["mit", "kaltem", "Wasser"]
+    _, de = S.realize_pp(S.PP(("with",), "mit", "dat", the("coffee", det="bare", adj=adj("hot"))), links)
+    assert [t.text for t in de] == ["mit", "heißem", "Kaffee"]
     _, de = S.realize_np(the("milk", det="bare", adj=adj("cold")), "acc", links)
     assert [t.text for t in de] == ["kalte", "Milch"]
     _, de = S.realize_np(the("boy"), "acc", links)

@@ -33,6 +33,7 @@ def test_layout_and_roundtrip(tiny_parallel, tmp_path):
             assert {f"{split}.en-de.{lang}.bin", f"{split}.en-de.{lang}.idx", f"{split}.en-de.{lang}.tok"} <= names
     meta = json.loads((dest / "meta.json").read_text())
     assert meta["format_version"] == 1 and meta["splits"]["test"]["sentences"] == 6
+    assert dest.stat().st_mode & 0o755 == 0o755  # not left private like a temp dir
     data = DataDir(dest)
     ds = data.load_split("test")
     src_lines = (tiny_parallel / "test.en").read_text().splitlines()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import nullcontext
 from typing import IO, Iterator, Optional
 
 import click
@@ -72,6 +73,7 @@ def command(**kw) -> None:  # noqa: ANN003
     from nmtkit.generate.translator import SearchOptions, Translator
     from nmtkit.generate.unk import load_lexicon
     from nmtkit.train.checkpoint import pipelines_from_checkpoint
+    from nmtkit.utils.progress import progress_bar
 
     search = SearchOptions(kw["beam"], kw["nbest"], kw["max_len_a"], kw["max_len_b"], kw["min_len"], kw["lenpen"], kw["lenpen_form"], kw["unkpen"])
     search.validate()
@@ -98,8 +100,17 @@ def command(**kw) -> None:  # noqa: ANN003
     buffer_size = kw["buffer_size"] or (1 if interactive else 2000)
     writer = OutputWriter(kw, translator)
     t0 = time.perf_counter()
+    # a live sentences/s bar only when a person watches stderr and is not typing the input
+    show = console.is_terminal and not interactive and not kw["quiet"]
+    progress = progress_bar("sentences", transient=True)
+    task = progress.add_task("translate", total=None)
+
+    def flush(buf: list[tuple[int, str]]) -> None:
+        writer.write(translator.translate(buf, kw["batch_size"], kw["max_tokens"]))
+        progress.advance(task, len(buf))
+
     try:
-        with torch.inference_mode(), writer:
+        with torch.inference_mode(), writer, (progress if show else nullcontext()):
             buf: list[tuple[int, str]] = []
             error: Optional[InputError] = None
             for k, text in read_input(in_stream, in_name):
@@ -108,10 +119,10 @@ def command(**kw) -> None:  # noqa: ANN003
                     break
                 buf.append((k, text))
                 if len(buf) >= buffer_size:
-                    writer.write(translator.translate(buf, kw["batch_size"], kw["max_tokens"]))
+                    flush(buf)
                     buf = []
             if buf:
-                writer.write(translator.translate(buf, kw["batch_size"], kw["max_tokens"]))
+                flush(buf)
             for w in translator.warnings:
                 console.print(f"[yellow]warning:[/yellow] {w}")
             if error is not None:

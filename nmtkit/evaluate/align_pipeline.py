@@ -24,11 +24,11 @@ from torch import Tensor
 
 from nmtkit.data.dataset import make_batches
 from nmtkit.data.dictionary import Dictionary
-from nmtkit.data.text_pipeline import TextPipeline, piece_to_token_index, split_words
+from nmtkit.data.text_pipeline import TextPipeline, split_words
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.forced import collate, score_references
-from nmtkit.generate.word_alignment import align_words, map_tokens_to_words, merge_attention
+from nmtkit.generate.word_alignment import align_words, merge_attention, piece_word_index
 
 Link = tuple[int, int]
 
@@ -74,14 +74,12 @@ def prepare_side(line: str, pipe: TextPipeline, dictionary: Dictionary, *, preto
         raise InputError(path, lineno, "empty line: every sentence pair needs at least one word on each side")
     if pretokenized:
         tokens = [w.lower() for w in words] if pipe.lowercase else list(words)
-        token_word = list(range(len(words)))
     else:
         tokens = pipe.tokenize(line)
         if not tokens:
             raise InputError(path, lineno, "no tokens left after tokenization")
-        token_word = list(range(len(tokens))) if pipe.tokenizer == "none" else map_tokens_to_words(line, tokens)
     pieces = pipe.apply_bpe(tokens)
-    word_of = [token_word[t] for t in piece_to_token_index(pieces)]
+    word_of = piece_word_index(line, tokens, pieces, identity_tokens=pretokenized or pipe.tokenizer == "none")
     return PreparedSide(words=words, ids=dictionary.encode(pieces, add_eos=True), word_of=word_of)
 
 

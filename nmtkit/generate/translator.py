@@ -19,7 +19,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import Hypothesis, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.unk import replace_unks
-from nmtkit.generate.word_alignment import align_words, map_tokens_to_words
+from nmtkit.generate.word_alignment import align_words, piece_word_index
 
 UNK = "<unk>"
 
@@ -176,10 +176,8 @@ class Translator:
 
     def _word_alignment(self, item: dict, pieces: list[str], tokens: list[str], text: str, attention: torch.Tensor) -> list[tuple[int, int]]:
         """(input word, output word) links: pieces -> tokens -> the whitespace words as written."""
-        src_tok_word = map_tokens_to_words(item["line"], item["tokens"])
-        src_word_of = [src_tok_word[t] for t in piece_to_token_index(item["pieces"])]
-        tgt_tok_word = map_tokens_to_words(text, tokens)
-        tgt_word_of = [tgt_tok_word[t] for t in piece_to_token_index(pieces)]
+        src_word_of = piece_word_index(item["line"], item["tokens"], item["pieces"], self.src_pipe.tokenizer == "none")
+        tgt_word_of = piece_word_index(text, tokens, pieces, self.tgt_pipe.tokenizer == "none")
         return align_words(attention, src_word_of, tgt_word_of, self.align_shift,
                            n_src_words=len(split_words(item["line"])), n_tgt_words=len(split_words(text)))
 

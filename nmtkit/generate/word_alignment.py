@@ -176,3 +176,14 @@ def _map_by_diff(words: list[str], line: str, char_word: list[int], tokens: Sequ
     for t_idx in range(len(tokens)):
         out.append(first.get(t_idx, out[-1] if out else 0))
     return out
+
+
+def piece_word_index(line: str, tokens: Sequence[str], pieces: Sequence[str], identity_tokens: bool = False) -> list[int]:
+    """For each BPE piece of ``line``, the index of the whitespace word of ``line`` it came from.
+
+    ``tokens`` are the tokenizer's output for ``line`` and ``pieces`` their BPE segmentation;
+    ``identity_tokens``: the tokens are the whitespace words themselves (no tokenizer), so no
+    character alignment is needed.  The one way translate and align map pieces to words.
+    """
+    token_word = list(range(len(tokens))) if identity_tokens else map_tokens_to_words(line, tokens)
+    return [token_word[t] for t in piece_to_token_index(list(pieces))]

@@ -28,6 +28,7 @@ from nmtkit.models.common import (
     lengths_to_mask,
     require,
     require_choice,
+    rnn_step,
 )
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.registry import register_model
@@ -136,10 +137,9 @@ class LuongModel(Seq2SeqModel):
         """One step from embedded previous tokens ``[N, E]`` -> (h~ ``[N, 1, H]``, weights
         ``[N, 1, S]`` or None, new state).  Shared by decode_step and forward."""
         x = torch.cat([emb, state["feed"]], dim=-1) if self.input_feeding else emb
-        x = self.dropout(x).unsqueeze(1)
-        top, (h, c) = self.decoder(x, (layers_first(state["h"]), layers_first(state["c"])))
-        htilde, weights = self._attend(top, enc, state["step"].unsqueeze(1))
-        new_state = {"h": batch_first(h), "c": batch_first(c), "step": state["step"] + 1}
+        top, h, c = rnn_step(self.decoder, self.dropout(x), state["h"], state["c"])
+        htilde, weights = self._attend(top.unsqueeze(1), enc, state["step"].unsqueeze(1))
+        new_state = {"h": h, "c": c, "step": state["step"] + 1}
         if self.input_feeding:
             new_state["feed"] = htilde.squeeze(1)
         return htilde, weights, new_state

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
-from nmtkit.models.common import BaseConfig, batch_first, layers_first, lengths_to_mask, require
+from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.registry import register_model
 
@@ -98,9 +98,8 @@ class RNNSearchModel(Seq2SeqModel):
         context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"])
         t_pre = self.deep_output(torch.cat([top, emb, context], dim=-1))
         t = t_pre.view(t_pre.size(0), -1, 2).max(dim=-1).values
-        x = torch.cat([emb, context], dim=-1).unsqueeze(1)
-        _, s_new = self.decoder(x, layers_first(s_prev))
-        return t, weights, {"s": batch_first(s_new)}
+        _, s_new, _ = rnn_step(self.decoder, torch.cat([emb, context], dim=-1), s_prev)
+        return t, weights, {"s": s_new}
 
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput

@@ -114,3 +114,13 @@ def test_console_script_streams_stdin(random_ckpt):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count(b"\n") == 3
     assert b"sentences/s" in proc.stderr
+
+
+def test_data_dir_with_other_dictionaries_is_refused(random_ckpt, tiny_parallel, tmp_path):
+    from nmtkit.cli.preprocess import command as preprocess
+
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(tmp_path / "bin"), "--thresholdsrc", "2"])
+    assert res.exit_code == 0, res.output
+    res = run(["--path", str(random_ckpt), "--data", str(tmp_path / "bin")], "the cat\n")
+    assert res.exit_code == 1 and "dictionaries do not match the checkpoint" in res.stderr

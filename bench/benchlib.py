@@ -72,6 +72,15 @@ class Run:
     def cpu(self) -> float:
         return self.user + self.sys
 
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in ("cmd", "wall", "user", "sys", "maxrss_mb", "tree_rss_mb", "rc", "extra")}
+        d["log"] = str(self.log) if self.log else None
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Run":
+        return cls(**{**d, "log": Path(d["log"]) if d.get("log") else None})
+
     def shell(self, stdin: Optional[str] = None, stdout: Optional[str] = None) -> str:
         s = shlex.join(self.cmd)
         if stdin:
@@ -406,3 +415,30 @@ def parse_onmt_train_log(text: str) -> dict:
         "params": int(params.group(1)) if params else None,
         "valid_ppl": [float(p) for p in re.findall(r"Validation perplexity:\s*([\d.naif]+)", text)],
     }
+
+
+def run_parallel(jobs: list[dict]) -> list[Run]:
+    """Run several commands at the same time (each a dict of run_cmd arguments) and wait for
+    all: on a shared machine, toolkits trained side by side see the same background load."""
+    results: list[Optional[Run]] = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def one(k: int) -> None:
+        try:
+            results[k] = run_cmd(**jobs[k])
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [r for r in results if r is not None]
+
+
+def thread_env(threads: int) -> dict:
+    """Pin torch/OpenMP threads of a child (both toolkits read OMP_NUM_THREADS at start-up)."""
+    return {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads > 0 else {}

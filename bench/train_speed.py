@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Training speed: nmtkit-train luong_small vs OpenNMT-py with the same architecture, CPU.
+
+nmtkit trains ``luong_small`` (2-layer LSTM 256, embeddings 256, global attention with the
+'general' score, input feeding, dropout 0.2) for one epoch of Multi30k En->De (the data
+directory bench/preprocess.py wrote), 64 sentences per batch, Adam 1e-3, no validation.
+OpenNMT-py then trains the same model (unidirectional ``encoder_type: rnn``) on exactly the
+same BPE pieces for the same number of updates with the same batch size in sentences.
+
+Reported per toolkit: target tokens/s over the training loop (start-up excluded), the same
+after the first 50 updates (steady state, data-loader warm-up excluded), whole-command wall
+and CPU time, peak RSS.  Target tokens include </s> for both toolkits.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import benchlib as bl
+
+
+def nmtkit_batches_tokens(dest: Path, batch_size: int, seed: int) -> list[int]:
+    """Target tokens (incl. </s>) of each batch of epoch 1, in training order: the trainer's
+    batches are a pure function of (seed, epoch), so they can be rebuilt exactly."""
+    from nmtkit.data.dataset import DataDir, make_batches
+
+    ds = DataDir(dest).load_split("train")
+    batches = make_batches(ds.src_sizes, ds.tgt_sizes, None, batch_size, seed=seed, epoch=1)
+    return [int(ds.tgt_sizes[b].sum()) for b in batches]
+
+
+def nmtkit_loop_stats(log_path: Path, batch_tokens: list[int]) -> dict:
+    """Loop and steady-state tokens/s from train_log.jsonl (start event, then a train event
+    every --log-interval updates, stamped with wall time)."""
+    events = [json.loads(l) for l in log_path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    start = next(e for e in events if e["event"] == "start")
+    trains = [e for e in events if e["event"] == "train"]
+    last, first = trains[-1], trains[0]
+    loop_tok = sum(batch_tokens[: last["update"]])
+    steady_tok = sum(batch_tokens[first["update"] : last["update"]])
+    return {
+        "params": start["parameters"],
+        "updates": next(e for e in reversed(events) if e["event"] == "end")["update"],
+        "measured_updates": last["update"],
+        "loop_tokens": loop_tok,
+        "loop_s": last["time"] - start["time"],
+        "loop_tok_s": loop_tok / (last["time"] - start["time"]),
+        "steady_tok_s": steady_tok / (last["time"] - first["time"]),
+    }
+
+
+def onmt_loop_stats(log_text: str) -> dict:
+    info = bl.parse_onmt_train_log(log_text)
+    w = info["windows"]
+    if not w:
+        raise SystemExit("no report lines in the OpenNMT-py log")
+    loop_tok = sum(x["tgt_tokens"] for x in w)
+    return {
+        "params": info["params"],
+        "measured_updates": w[-1]["step"],
+        "loop_tokens": loop_tok,
+        "loop_s": w[-1]["sec"],
+        "loop_tok_s": loop_tok / w[-1]["sec"],
+        "steady_tok_s": sum(x["tgt_tokens"] for x in w[1:]) / (w[-1]["sec"] - w[0]["sec"]) if len(w) > 1 else float("nan"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_common_args(ap)
+    ap.add_argument("--arch", default="luong_small", help="nmtkit preset (default: %(default)s)")
+    ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch, both toolkits (default: %(default)s)")
+    ap.add_argument("--max-update", type=int, default=0, help="stop both after this many updates (default 0: one nmtkit epoch)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of both toolkits, via OMP_NUM_THREADS (and nmtkit --threads); "
+                    "1 suits a shared 2-core machine, 0 = torch default (default: %(default)s)")
+    ap.add_argument("--parallel", action="store_true", help="train the two toolkits side by side (same background load) instead of back to back")
+    ap.add_argument("--onmt-num-workers", type=int, default=None, help="OpenNMT-py DataLoader workers (default: its own default, 2)")
+    ap.add_argument("--skip-onmt", action="store_true", help="time nmtkit only")
+    ap.add_argument("--report-only", action="store_true", help="no training: summarize (and --record) the last run's logs again")
+    args = ap.parse_args()
+
+    work = Path(args.work)
+    bl.check_outside_repo(work)
+    dest, txt = bl.need_step1(work)
+    peers = Path(args.peers)
+    w = work / "train_speed"
+    logs = w / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    load_before = bl.uptime_line()
+    print(load_before)
+
+    env = bl.thread_env(args.threads)
+    batch_tokens = nmtkit_batches_tokens(dest, args.batch_size, 1)
+    updates = min(len(batch_tokens), args.max_update) if args.max_update > 0 else len(batch_tokens)
+    save = w / "nmtkit"
+    if not args.report_only:
+        shutil.rmtree(save, ignore_errors=True)  # a checkpoint_last.pt there would be resumed
+    ncmd = ["nmtkit-train", dest, "--arch", args.arch, "--batch-size", args.batch_size, "--max-epoch", "1",
+            "--max-update", args.max_update, "--optimizer", "adam", "--lr", "0.001", "--valid-subset", "none",
+            "--save-dir", save, "--no-epoch-checkpoints", "--log-interval", "50", "--seed", "1", "--device", "cpu",
+            "--threads", args.threads]
+    jobs = [{"cmd": ncmd, "log": logs / "nmtkit_train.log", "env": env}]
+    prefix = f"OMP_NUM_THREADS={args.threads} " if args.threads else ""
+    cmds = [prefix + shlex.join(map(str, ncmd))]
+    if not args.skip_onmt:
+        onmt = peers / "opennmt" / "bin"
+        out = w / "onmt"
+        yaml = bl.onmt_luong_yaml(w / "onmt_luong_small.yaml", txt, out, steps=updates, batch_size=args.batch_size)
+        vcmd = [onmt / "onmt_build_vocab", "-config", yaml, "-n_sample", "-1"]
+        if not args.report_only:
+            for f in out.glob("model_step_*.pt"):
+                f.unlink()
+            bl.run_cmd(vcmd, logs / "onmt_vocab.log")
+        extra = [] if args.onmt_num_workers is None else ["-num_workers", args.onmt_num_workers]
+        ocmd = [onmt / "onmt_train", "-config", yaml, *extra]
+        jobs.append({"cmd": ocmd, "log": logs / "onmt_train.log", "env": {**env, **bl.ONMT_ENV}})
+        cmds += [f"# {yaml}:", *("#   " + l for l in yaml.read_text().splitlines() if not l.startswith("#")),
+                 shlex.join(map(str, vcmd)), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 " + prefix + shlex.join(map(str, ocmd))]
+    saved = w / "runs.json"
+    if args.report_only:
+        runs = [bl.Run.from_json(d) for d in json.loads(saved.read_text())]
+    else:
+        runs = bl.run_parallel(jobs) if args.parallel else [bl.run_cmd(**j) for j in jobs]
+        saved.write_text(json.dumps([r.to_json() for r in runs], indent=1) + "\n")
+    nrun = runs[0]
+    nst = nmtkit_loop_stats(save / "train_log.jsonl", batch_tokens)
+    ost, orun = None, None
+    if not args.skip_onmt:
+        orun = runs[1]
+        ost = onmt_loop_stats((logs / "onmt_train.log").read_text(encoding="utf-8", errors="replace"))
+    if not args.report_only:
+        load_after = bl.uptime_line()
+        (w / "load.json").write_text(json.dumps([load_before, load_after]) + "\n")
+    else:
+        load_before, load_after = json.loads((w / "load.json").read_text())
+
+    # ---- summary ---------------------------------------------------------------------------------
+    head = ["toolkit", "parameters", "updates timed", "tgt tok/batch", "loop s", "tgt tok/s (loop)", "tgt tok/s (after update 50)",
+            "command wall s", "command CPU s", "tgt tok per CPU s", "peak RSS MB", "tree RSS MB"]
+
+    def row(name: str, st: dict, run: bl.Run) -> list[object]:
+        return [name, f"{st['params']:,}" if st["params"] else "?", st["measured_updates"],
+                f"{st['loop_tokens'] / st['measured_updates']:.0f}", f"{st['loop_s']:.1f}",
+                f"{st['loop_tok_s']:,.0f}", f"{st['steady_tok_s']:,.0f}", f"{run.wall:.1f}", f"{run.cpu:.1f}",
+                f"{st['loop_tokens'] / run.cpu:,.0f}", f"{run.maxrss_mb:.0f}", f"{run.tree_rss_mb:.0f}"]
+
+    rows = [row(f"nmtkit {args.arch}", nst, nrun)]
+    if ost:
+        rows.append(row("OpenNMT-py (same model)", ost, orun))
+    body = (
+        f"Multi30k En->De, BPE 10k joint, batch {args.batch_size} sentences, Adam 1e-3, clip 5, dropout 0.2, CPU, "
+        f"{updates} updates (= one nmtkit epoch{'' if not args.max_update else f', capped by --max-update {args.max_update}'}); "
+        f"no validation; torch threads {args.threads or 'default'} each; {'side by side' if args.parallel else 'back to back'}. "
+        f"{bl.gpu_line()}.\n\n" + bl.md_table(head, rows) + "\n"
+    )
+    if ost:
+        body += (
+            f"\nnmtkit / OpenNMT-py target tokens/s: loop {bl.ratio(nst['loop_tok_s'], ost['loop_tok_s'])}, "
+            f"steady state {bl.ratio(nst['steady_tok_s'], ost['steady_tok_s'])}, per CPU second "
+            f"{bl.ratio(nst['loop_tokens'] / nrun.cpu, ost['loop_tokens'] / orun.cpu)}; whole command wall "
+            f"{bl.ratio(orun.wall, nrun.wall)} (OpenNMT time / nmtkit time).\n"
+            f"Target tokens counted in the loop: nmtkit {nst['loop_tokens']:,} (exact, batches rebuilt from the seed), "
+            f"OpenNMT-py {ost['loop_tokens']:,.0f} (from its per-window batch averages); both include </s>.\n"
+            "OpenNMT-py's batches are shorter than the corpus average because, with its default bucket_size 262144 "
+            "(> the 29,000-pair corpus), a bucket holds ~9 length-sorted copies of the corpus and its batcher skips a "
+            "sentence whose source is already in the current batch; that drops 13-19% of the examples, mostly long ones "
+            "(checked by replaying its batching on this data). OpenNMT-py's loop also includes its data-loader warm-up "
+            "(2 spawned workers filling the first bucket), hence the separate after-update-50 column.\n"
+        )
+    print("\n" + body)
+    if args.record:
+        software = bl.software_line({"OpenNMT-py": (str(peers / "opennmt/bin/python"), "OpenNMT-py")})
+        bl.append_results(bl.section(f"train speed: {args.arch} vs OpenNMT-py, one epoch", bl.machine_info(),
+                                     load_before, load_after, software, body, cmds))
+
+
+if __name__ == "__main__":
+    main()

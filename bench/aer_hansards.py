@@ -1,0 +1,402 @@
+#!/usr/bin/env python3
+"""Alignment quality (AER) on the Canadian Hansards En-Fr: nmtkit attention vs eflomal and fast_align.
+
+What is compared, all trained on the SAME first ``--max-train`` pairs of the Hansards bitext as
+normalized by examples/hansards/prepare.py (the full 310K pairs are too slow to train a neural
+model on a shared 2-core CPU within the benchmark's time), all scored on the 100 gold dev pairs
+of HLT-NAACL 2003 (sure + possible links) with nmtkit's AER (Och & Ney):
+
+* nmtkit: one attention model per direction (en->fr and fr->en, ``--arch``, same BPE, a fixed
+  wall-time budget per direction, both trained side by side with ``--threads`` torch threads
+  each), then ``nmtkit-align`` forced decoding on the dev pairs: each direction alone, and
+  both symmetrized (intersect, union, grow-diag-final-and), at ``--align-shift`` 0 and 1;
+* eflomal 2.0.0 (``eflomal-align``, default model 3, both directions) on train + dev
+  concatenated, the dev lines' links symmetrized with nmtkit.evaluate.symmetrize;
+* fast_align (systran-align 3.5.0, fast_align's training with ``-d -o`` i.e. favor diagonal +
+  optimize tension) on the same train + dev text; its Python API only returns the two
+  directions already combined (how is not documented), so only that combination is scored.
+
+Every step's outputs and timing are kept in ``--work`` (outside the repo) and reused by a
+later run unless ``--fresh``; ``--record`` appends a section to bench/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import benchlib as bl
+
+DIRECTIONS = (("en", "fr"), ("fr", "en"))
+SYMS = ("intersect", "union", "grow-diag-final-and")
+
+
+# -- cached steps ---------------------------------------------------------------------------------
+class Steps:
+    """Runs commands once: a finished step leaves ``steps/NAME.json`` and is reused next time,
+    so an interrupted benchmark resumes without retraining."""
+
+    def __init__(self, work: Path, fresh: bool, nice: int) -> None:
+        self.dir = work / "steps"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.fresh = fresh
+        self.nice = ["nice", "-n", str(nice)] if nice else []
+        self.runs: dict[str, bl.Run] = {}
+
+    def done(self, name: str) -> Optional[bl.Run]:
+        p = self.dir / f"{name}.json"
+        if self.fresh or not p.is_file():
+            return None
+        run = bl.Run.from_json(json.loads(p.read_text(encoding="utf-8")))
+        print(f"[reuse] {name}: {run.shell()}", flush=True)
+        self.runs[name] = run
+        return run
+
+    def save(self, name: str, run: bl.Run, load_before: str = "") -> bl.Run:
+        run.extra.update(load_before=load_before, load_after=bl.uptime_line(), finished=time.time())
+        (self.dir / f"{name}.json").write_text(json.dumps(run.to_json()), encoding="utf-8")
+        self.runs[name] = run
+        return run
+
+    def run(self, name: str, cmd: list, **kw) -> bl.Run:
+        """Run ``nice cmd`` (logged to steps/NAME.log) unless a previous run finished it."""
+        if self.done(name):
+            return self.runs[name]
+        load = bl.uptime_line()
+        return self.save(name, bl.run_cmd(self.nice + cmd, log=self.dir / f"{name}.log", **kw), load)
+
+    def parallel(self, jobs: dict[str, dict]) -> None:
+        """Run the not-yet-finished jobs side by side (same background load for each)."""
+        todo = {n: j for n, j in jobs.items() if self.done(n) is None}
+        for name, job in todo.items():
+            job["cmd"] = self.nice + job["cmd"]
+            job.setdefault("log", self.dir / f"{name}.log")
+        load = bl.uptime_line()
+        for name, run in zip(todo, bl.run_parallel(list(todo.values()))):
+            self.save(name, run, load)
+
+    def load_span(self) -> tuple[str, str]:
+        """uptime before the first and after the last step that ran (as recorded with them)."""
+        runs = [r for r in self.runs.values() if r.extra.get("finished")]
+        if not runs:
+            return "", ""
+        runs.sort(key=lambda r: r.extra["finished"] - r.wall)
+        return runs[0].extra.get("load_before", ""), max(runs, key=lambda r: r.extra["finished"]).extra["load_after"]
+
+
+# -- the pieces -------------------------------------------------------------------------------------
+def prepare(steps: Steps, args, data: Path) -> None:
+    cmd = [sys.executable, bl.REPO / "examples" / "hansards" / "prepare.py", "--data", Path(args.data) / "align",
+           "--out", data, "--workers", str(args.workers), "--max-train", str(args.max_train)]
+    steps.run("prepare", cmd)
+
+
+def preprocess(steps: Steps, args, data: Path, work: Path) -> None:
+    """One data directory per direction, BPE as in examples/hansards/README.md (the text is
+    already tokenized and lowercased, so nmtkit's tokenizer is off)."""
+    jobs = {}
+    for s, t in DIRECTIONS:
+        jobs[f"preprocess-{s}-{t}"] = {"cmd": [
+            "nmtkit-preprocess", "-s", s, "-t", t, "--trainpref", data / "train", "--validpref", data / "valid",
+            "--testpref", data / "test", "--bpe", "subword-nmt", "--bpe-merges", str(args.bpe_merges),
+            "--max-len", "80", "--workers", "1", "--destdir", work / f"bin-{s}-{t}", "--overwrite"]}
+    steps.parallel(jobs)
+
+
+def train_cmd(args, bindir: Path, save: Path, arch: str, seconds: int) -> list:
+    """nmtkit-train under ``timeout``: SIGTERM makes the trainer finish its update and write
+    checkpoint_last.pt, which is what gets aligned (a fixed wall-time budget per model)."""
+    cmd = ["timeout", "-s", "TERM", str(seconds), "nmtkit-train", bindir, "--arch", arch, "--save-dir", save,
+           "--batch-size", str(args.batch_size), "--max-epoch", "0", "--seed", str(args.seed), "--device", "cpu",
+           "--threads", str(args.threads), "--no-epoch-checkpoints", "--log-interval", "100", "--no-progress"]
+    if args.max_update:
+        cmd += ["--max-update", str(args.max_update)]
+    return cmd
+
+
+def train_pair(steps: Steps, args, work: Path, jobs_spec: dict[str, tuple[Path, Path, str, int]], fresh: bool = True,
+               snapshot: str = "") -> None:
+    """Train several models side by side, each with its time budget: from scratch when
+    ``fresh`` (a half-finished earlier run is removed, the budget is per run), else resuming
+    checkpoint_last.pt.  ``snapshot``: copy each checkpoint_last.pt to this name afterwards
+    (later rounds overwrite checkpoint_last.pt)."""
+    jobs = {}
+    for name, (bindir, save, arch, seconds) in jobs_spec.items():
+        if fresh and steps.done(name) is None and save.exists():
+            shutil.rmtree(save)
+        jobs[name] = {"cmd": train_cmd(args, bindir, save, arch, seconds), "check": False}
+    steps.parallel(jobs)
+    for name, (_, save, _, _) in jobs_spec.items():
+        if not (save / "checkpoint_last.pt").is_file():
+            sys.exit(f"{name}: no {save / 'checkpoint_last.pt'}; see {steps.dir / (name + '.log')}")
+        if snapshot and not (save / snapshot).is_file():
+            shutil.copyfile(save / "checkpoint_last.pt", save / snapshot)
+
+
+def train_summary(save: Path, rounds: int = 0) -> dict:
+    """Updates, epoch, last logged training perplexity and training seconds after the first
+    ``rounds`` runs of the trainer (each run logs a "start" event; 0: all) from train_log.jsonl."""
+    events = [json.loads(l) for l in (save / "train_log.jsonl").read_text(encoding="utf-8").splitlines() if l.strip()]
+    starts = [k for k, e in enumerate(events) if e["event"] == "start"]
+    segments = [events[a:b] for a, b in zip(starts, starts[1:] + [len(events)])][: rounds or None]
+    seconds = sum(seg[-1]["time"] - seg[0]["time"] for seg in segments)
+    last_seg = segments[-1]
+    trains = [e for e in last_seg if e["event"] == "train"]
+    last = trains[-1] if trains else {}
+    stop = next((e for e in reversed(last_seg) if "update" in e), last_seg[0])
+    return {"params": segments[0][0].get("parameters"), "updates": stop.get("update"), "epoch": last.get("epoch"),
+            "train_ppl": last.get("ppl"), "tok_per_s": last.get("tok_per_s"), "seconds": seconds}
+
+
+def nmtkit_align(steps: Steps, args, work: Path, data: Path, name: str, fwd: Path, rev: Optional[Path],
+                 shift: int, sym: Optional[str]) -> dict:
+    """One nmtkit-align call on the gold dev pairs; returns its --json scores."""
+    out = work / "align" / f"{name}.align"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["nmtkit-align", "--path", fwd, "--source", data / "test.en", "--target", data / "test.fr",
+           "--gold", data / "test.gold", "--align-shift", str(shift), "--device", "cpu",
+           "--threads", str(args.threads), "--json", "-o", out]
+    if rev is not None:
+        cmd += ["--reverse-path", rev, "--symmetrize", sym]
+    steps.run(f"align-{name}", cmd, stdout=work / "align" / f"{name}.json")
+    return json.loads((work / "align" / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def score_file(hyp: Path, gold: Path) -> dict:
+    from nmtkit.evaluate.aer import alignment_error_rate
+    from nmtkit.evaluate.alignment_io import read_alignments, read_gold
+
+    r = alignment_error_rate(read_alignments(hyp), read_gold(gold))
+    return {"precision": r.precision, "recall": r.recall, "aer": r.aer, "n_hyp": r.n_hyp}
+
+
+def score_links(links: list[set], gold: Path) -> dict:
+    from nmtkit.evaluate.aer import alignment_error_rate
+    from nmtkit.evaluate.alignment_io import read_gold
+
+    r = alignment_error_rate(links, read_gold(gold))
+    return {"precision": r.precision, "recall": r.recall, "aer": r.aer, "n_hyp": r.n_hyp}
+
+
+def concat_corpus(data: Path, out: Path) -> tuple[int, int]:
+    """train + dev text for the statistical aligners (they align the corpus they learn from);
+    pairs with an empty side are left out of train. Returns (train pairs kept, dropped)."""
+    from nmtkit.utils.textio import atomic_write, read_lines
+
+    out.mkdir(parents=True, exist_ok=True)
+    tr_en, tr_fr = read_lines(data / "train.en"), read_lines(data / "train.fr")
+    keep = [k for k in range(len(tr_en)) if tr_en[k].split() and tr_fr[k].split()]
+    for lang, tr in (("en", tr_en), ("fr", tr_fr)):
+        with atomic_write(out / f"all.{lang}") as fh:
+            fh.writelines(" ".join(tr[k].split()) + "\n" for k in keep)
+            fh.writelines(" ".join(l.split()) + "\n" for l in read_lines(data / f"test.{lang}"))
+    return len(keep), len(tr_en) - len(keep)
+
+
+def tail_links(path: Path, n: int) -> list[set]:
+    from nmtkit.evaluate.alignment_io import parse_pharaoh_line
+
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [parse_pharaoh_line(l, allow_possible=False).sure for l in lines[-n:]]
+
+
+def write_links(path: Path, links: list[set]) -> None:
+    from nmtkit.evaluate.alignment_io import write_pharaoh
+
+    write_pharaoh(path, [sorted(s) for s in links])
+
+
+def run_statistical(steps: Steps, args, work: Path, data: Path, rows: list) -> tuple[Path, int, int]:
+    """eflomal (both directions, symmetrized by nmtkit) and fast_align on train + dev; appends
+    their score rows. Returns (folder, train pairs used, train pairs dropped)."""
+    from nmtkit.evaluate.symmetrize import symmetrize
+
+    peers = Path(args.peers)
+    efl_py = peers / "eflomal" / "bin" / "python"
+    fastalign_script = Path(args.data).parent / "peers" / "fastalign_systran.py"
+    stat = work / "statistical"
+    kept, dropped = concat_corpus(data, stat)
+    n_dev = bl.count_lines(data / "test.gold")
+    gold = data / "test.gold"
+    steps.run("eflomal", [peers / "eflomal" / "bin" / "eflomal-align", "--overwrite", "-v", "-s", stat / "all.en",
+                          "-t", stat / "all.fr", "-f", stat / "eflomal.fwd", "-r", stat / "eflomal.rev"])
+    e_fwd, e_rev = tail_links(stat / "eflomal.fwd", n_dev), tail_links(stat / "eflomal.rev", n_dev)
+    rows.append(["eflomal 2.0.0", "en->fr (forward)", *prf(score_links(e_fwd, gold))])
+    rows.append(["eflomal 2.0.0", "fr->en (reverse)", *prf(score_links(e_rev, gold))])
+    for sym in SYMS:
+        links = [symmetrize(f, r, sym) for f, r in zip(e_fwd, e_rev)]
+        write_links(stat / f"eflomal.dev.{sym}", links)
+        rows.append(["eflomal 2.0.0", sym, *prf(score_links(links, gold))])
+    fa_dir = stat / "fastalign"
+    steps.run("fastalign", [efl_py, fastalign_script, stat / "all.en", stat / "all.fr", fa_dir, "--favor-diagonal"])
+    fa = tail_links(fa_dir / "align.sym", n_dev)
+    write_links(stat / "fastalign.dev.sym", fa)
+    rows.append(["fast_align (systran-align 3.5.0, -d -o)", "its own combination of both directions", *prf(score_links(fa, gold))])
+    return stat, kept, dropped
+
+
+# -- main -----------------------------------------------------------------------------------------
+def fmt(x: Optional[float], p: int = 3) -> str:
+    return "" if x is None else f"{x:.{p}f}"
+
+
+def prf(scores: dict) -> list[str]:
+    """precision, recall, AER cells of a scores dict."""
+    return [fmt(scores[k]) for k in ("precision", "recall", "aer")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_common_args(ap)
+    ap.set_defaults(work="/root/nmtkit-bench/hansards")
+    ap.add_argument("--max-train", type=int, default=100000, help="first N training pairs (default: %(default)s; 0: all 310,661)")
+    ap.add_argument("--arch", default="rnnsearch_tiny", help="nmtkit preset for both directions (default: %(default)s)")
+    ap.add_argument("--train-minutes", type=float, default=14.0, help="wall-time budget per direction; both train side by side (default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=1, help="train --train-minutes this many times (resuming), aligning after each (default: %(default)s)")
+    ap.add_argument("--max-update", type=int, default=0, help="also stop training after N updates (0: time budget only)")
+    ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: %(default)s)")
+    ap.add_argument("--bpe-merges", type=int, default=16000, help="joint BPE merges, as examples/hansards/README.md (default: %(default)s)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per nmtkit process (default: %(default)s; 2 at most on this machine)")
+    ap.add_argument("--workers", type=int, default=2, help="prepare.py tokenizer processes (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--nice", type=int, default=10, help="run every heavy command under nice -n N (0: off; default: %(default)s)")
+    ap.add_argument("--probe-archs", default="", help="comma-separated presets to compare first: each trains en->fr for "
+                    "--probe-minutes side by side and aligns the dev set (which learns alignments fastest?)")
+    ap.add_argument("--probe-minutes", type=float, default=4.0)
+    ap.add_argument("--only-statistical", action="store_true", help="only eflomal and fast_align (their steps are then reused by a full run)")
+    ap.add_argument("--note", default="", help="a remark to add to the recorded section (e.g. what ran alongside)")
+    ap.add_argument("--fresh", action="store_true", help="redo every step (default: reuse finished steps in --work)")
+    args = ap.parse_args()
+
+    work = Path(args.work)
+    bl.check_outside_repo(work)
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / "data"
+    steps = Steps(work, args.fresh, args.nice)
+    peers = Path(args.peers)
+    efl_py = peers / "eflomal" / "bin" / "python"
+    for p in (efl_py, peers / "eflomal" / "bin" / "eflomal-align"):
+        if not p.exists():
+            sys.exit(f"{p} missing: run shared/peers/setup.sh (see shared/peers/README.md)")
+    if not (Path(args.data).parent / "peers" / "fastalign_systran.py").is_file():
+        sys.exit(f"{Path(args.data).parent / 'peers' / 'fastalign_systran.py'} missing (shared/peers/ beside --data)")
+    load_before = bl.uptime_line()
+
+    # 1. data
+    prepare(steps, args, data)
+    if args.only_statistical:
+        rows: list[list[str]] = []
+        run_statistical(steps, args, work, data, rows)
+        print("\n" + bl.md_table(["method", "direction / symmetrization", "precision", "recall", "AER"], rows))
+        return
+    preprocess(steps, args, data, work)
+
+    # 1b. optional preset probe (en->fr only)
+    probe_rows = []
+    probe_archs = [a for a in args.probe_archs.split(",") if a]
+    if probe_archs:
+        spec = {f"probe-train-{a}": (work / "bin-en-fr", work / "probe" / a, a, int(args.probe_minutes * 60)) for a in probe_archs}
+        train_pair(steps, args, work, spec)
+        for a in probe_archs:
+            res = nmtkit_align(steps, args, work, data, f"probe-{a}", work / "probe" / a / "checkpoint_last.pt", None, 0, None)
+            s = train_summary(work / "probe" / a)
+            probe_rows.append([a, s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), *prf(res)])
+        print(bl.md_table(["arch", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+
+    # 2.+3. nmtkit models, both directions side by side, --rounds times --train-minutes (resumed),
+    #       then nmtkit-align on the 100 gold pairs after each round
+    budget = int(args.train_minutes * 60)
+    ckpt = {f"{s}-{t}": work / f"ckpt-{s}-{t}" for s, t in DIRECTIONS}
+    rows: list[list[str]] = []
+    for rnd in range(1, args.rounds + 1):
+        sfx = "" if rnd == 1 else f"-round{rnd}"
+        train_pair(steps, args, work, {f"train-{d}{sfx}": (work / f"bin-{d}", ckpt[d], args.arch, budget) for d in ckpt},
+                   fresh=rnd == 1, snapshot=f"checkpoint_round{rnd}.pt")
+        fwd, rev = (ckpt[d] / f"checkpoint_round{rnd}.pt" for d in ("en-fr", "fr-en"))
+        nmt = {}
+        for shift in (0, 1):
+            for sym in SYMS:
+                if shift == 0 or sym == "grow-diag-final-and":
+                    nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
+        ups = "/".join(f"{train_summary(ckpt[d], rnd)['updates']:,}" for d in ckpt)
+        label = f"nmtkit {args.arch}, {rnd * args.train_minutes:g} min ({ups} upd.)"
+        for shift in (0, 1):
+            d = nmt[(shift, "grow-diag-final-and")]["directions"]
+            rows.append([label, f"en->fr (shift {shift})", *prf(d["source->target"])])
+            rows.append([label, f"fr->en (shift {shift})", *prf(d["target->source"])])
+            rows += [[label, f"{sym} (shift {shift})", *prf(nmt[(shift, sym)])] for sym in SYMS if (shift, sym) in nmt]
+        # cross-check: the links nmtkit-align wrote score the same with the library call
+        gdfa = nmt[(0, "grow-diag-final-and")]["aer"]
+        chk = score_file(work / "align" / f"nmtkit-round{rnd}-shift0-grow-diag-final-and.align", data / "test.gold")
+        if abs(chk["aer"] - gdfa) > 1e-9:
+            sys.exit(f"AER mismatch between nmtkit-align ({gdfa}) and its output file ({chk['aer']})")
+
+    # 4. eflomal and fast_align on train + dev
+    stat, kept, dropped = run_statistical(steps, args, work, data, rows)
+
+    table = bl.md_table(["method", "direction / symmetrization", "precision", "recall", "AER"], rows)
+    print("\n" + table)
+    if not args.record:
+        return
+    first, last = steps.load_span()
+    load_before = f"{first} (before the first step this invocation ran)" if first else f"{load_before} (at record time: the steps ran earlier)"
+    load_after = last or f"{bl.uptime_line()} (at record time)"
+
+    # 5. RESULTS.md
+    tr = {d: train_summary(ckpt[d]) for d in ckpt}
+    n_train = bl.count_lines(data / "train.en")
+    meta = {d: json.loads((work / f"bin-{d}" / "meta.json").read_text(encoding="utf-8")) for d in ckpt}
+    walls = {n: r.wall for n, r in steps.runs.items()}
+    train_steps = {d: [r for n, r in steps.runs.items() if n.startswith(f"train-{d}")] for d in ckpt}
+    train_lines = "\n".join(
+        f"- nmtkit `{args.arch}` {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
+        f"in {tr[d]['seconds'] / 60:.1f} min of training ({args.rounds} run(s) of the trainer; epoch {tr[d]['epoch']}), "
+        f"last logged train ppl {fmt(tr[d]['train_ppl'], 1)}, {fmt(tr[d]['tok_per_s'], 0)} target tok/s; "
+        f"CPU {sum(r.cpu for r in train_steps[d]):.0f} s in {sum(r.wall for r in train_steps[d]):.0f} s of wall time"
+        for d in ckpt)
+    step_walls = ", ".join(f"{n} {w:.0f} s" for n, w in walls.items())
+    probe = ""
+    if probe_rows:
+        probe = ("\n\nPreset probe (en->fr only, each trained " f"{args.probe_minutes:g} min side by side, shift 0, no symmetrization):\n\n"
+                 + bl.md_table(["arch", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+    body = (
+        f"Training data: the first {n_train:,} of the 310,661 `house-senate.training` pairs (`--max-train {args.max_train}`; "
+        f"the full bitext is too slow to train a neural model on this shared 2-core CPU within the benchmark), normalized by "
+        f"`examples/hansards/prepare.py`; dev/test: the 100 HLT-NAACL 2003 gold pairs (sure + possible links, English source). "
+        f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len 80` "
+        f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in ckpt)} training pairs kept), "
+        f"both directions trained side by side, {args.rounds} x {args.train_minutes:g} min of wall time each (SIGTERM via "
+        f"`timeout` makes the trainer write `checkpoint_last.pt`; the same command resumes it), aligned after each round, {args.threads} torch thread(s) each, under `nice -n {args.nice}` on a machine shared with other jobs. "
+        f"eflomal and fast_align: the same {kept:,} training pairs ({dropped} with an empty side left out) + the 100 dev pairs "
+        f"concatenated, links of the dev lines scored. All AER by `nmtkit.evaluate.aer`; eflomal's symmetrizations by "
+        f"`nmtkit.evaluate.symmetrize`. Labels `N/M upd.`: updates of the en->fr / fr->en model. systran-align's Python API returns only its own (undocumented) combination of the two "
+        f"fast_align directions, so fast_align has no one-direction rows.\n\n"
+        f"{train_lines}\n- step wall times (side-by-side steps overlap): {step_walls}\n\n"
+        f"{table}{probe}"
+        + (f"\n\nNotes: {args.note}" if args.note else "")
+    )
+    commands = [r.shell(stdout=str(work / "align" / (n[len('align-'):] + ".json")) if n.startswith("align-") else None)
+                for n, r in steps.runs.items()]
+    for rnd in range(args.rounds, 0, -1):  # after each round's training: the snapshot the alignments read
+        k = max(i for i, c in enumerate(commands) if "nmtkit-train" in c and f"--save-dir {ckpt['fr-en']}" in c and
+                sum("nmtkit-train" in x and "ckpt-fr-en" in x for x in commands[: i + 1]) == rnd)
+        commands.insert(k + 1, f"# round {rnd}{' (same commands again: the trainer resumes checkpoint_last.pt)' if rnd > 1 else ''}: "
+                               f"cp checkpoint_last.pt checkpoint_round{rnd}.pt in {ckpt['en-fr']} and {ckpt['fr-en']}")
+    commands.insert(commands.index(next(c for c in commands if "eflomal-align" in c)),
+                    f"# train + dev text for eflomal/fast_align (empty pairs dropped): {stat}/all.{{en,fr}}")
+    software = (bl.software_line({}) + f"; eflomal {bl.dist_version(str(efl_py), 'eflomal')}; "
+                f"systran-align {bl.dist_version(str(efl_py), 'systran-align')}")
+    bl.append_results(bl.section("AER: Canadian Hansards En-Fr, nmtkit attention vs eflomal and fast_align",
+                                 bl.machine_info(), load_before, load_after, software, body, commands))
+
+
+if __name__ == "__main__":
+    main()

@@ -132,3 +132,12 @@ def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
     assert load_checkpoint(ddp / "checkpoint_last.pt")["train_state"]["state"]["update"] == 3
     for k in ps:  # same sentences, same gradients: only float summation order differs
         torch.testing.assert_close(pd[k], ps[k], rtol=1e-5, atol=1e-6)
+
+
+def test_stop_time_writes_checkpoint_and_resumes(data_dir, tmp_path):
+    save = tmp_path / "t"
+    res = run_train(data_dir, save, "--max-epoch", "50", "--stop-time-hours", "0.0000001")
+    assert res.exit_code == 0 and "reached --stop-time-hours" in res.output
+    assert load_checkpoint(save / "checkpoint_last.pt")["train_state"]["state"]["update"] == 1
+    res = run_train(data_dir, save, "--max-epoch", "1")
+    assert res.exit_code == 0 and "resuming from" in res.output and "update 1" in res.output

@@ -58,6 +58,7 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--batch-size", type=int, help="Batch by number of sentences (the papers use 128 or 80).")
 @click.option("--max-epoch", default=10, show_default=True, help="Stop after this many epochs (0: no limit).")
 @click.option("--max-update", default=0, show_default=True, help="Stop after this many updates (0: no limit).")
+@click.option("--stop-time-hours", default=0.0, show_default=True, help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
 @click.option("--seed", default=1, show_default=True)
 @click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), default="adam", show_default=True)
 @click.option("--lr", type=float, help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")

@@ -39,6 +39,7 @@ class TrainOptions:
     batch_size: Optional[int] = None
     max_epoch: int = 10
     max_update: int = 0
+    stop_time_hours: float = 0.0
     seed: int = 1
     optimizer: str = "adam"
     lr: Optional[float] = None
@@ -302,6 +303,7 @@ class Trainer:
                 signal.signal(sig, h)
 
     def _train(self, opt: TrainOptions) -> TrainState:
+        self._t_start = time.perf_counter()
         display = TrainDisplay(self.console, enabled=self.dist.is_main and not opt.no_progress, is_main=self.dist.is_main)
         if opt.max_epoch > 0 and self.state.epochs_done >= opt.max_epoch and self.state.batches_done == 0:
             raise StopTraining(f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is at the end of epoch {self.state.epochs_done}); raise --max-epoch to train further")
@@ -355,6 +357,11 @@ class Trainer:
                     display.message(f"update {st.update}: valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}")
             if opt.save_interval_updates and st.update % opt.save_interval_updates == 0:
                 self.save(["checkpoint_last.pt"])
+            if opt.stop_time_hours > 0 and time.perf_counter() - self._t_start >= opt.stop_time_hours * 3600:
+                self.save(["checkpoint_last.pt"])
+                display.message(f"reached --stop-time-hours {opt.stop_time_hours:g}; wrote {self.save_dir / 'checkpoint_last.pt'} "
+                                "(rerun the same command to continue)")
+                return False
             if opt.max_update > 0 and st.update >= opt.max_update:
                 self.save(["checkpoint_last.pt"])
                 display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")

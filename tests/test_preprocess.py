@@ -153,3 +153,15 @@ def test_batches_cover_every_pair_once_within_budget(tiny_parallel, tmp_path):
         assert batch.src_tokens.numel() <= 16 or len(b) == 1
         assert (batch.prev_output_tokens[:, 0] == 1).all()
         assert batch.ntokens == int((batch.target != 0).sum())
+
+
+def test_reuse_bpe_codes_of_the_other_direction(tiny_parallel, tmp_path):
+    fwd = tmp_path / "en-de"
+    assert run(base_args(tiny_parallel, fwd, "--bpe", "subword-nmt", "--bpe-merges", "15")).exit_code == 0
+    rev = tmp_path / "de-en"
+    res = run(["-s", "de", "-t", "en", "--trainpref", str(tiny_parallel / "train"), "--destdir", str(rev),
+               "--bpe", "subword-nmt", "--bpe-codes", str(fwd / "bpe.codes")])
+    assert res.exit_code == 0, res.output
+    assert (rev / "bpe.codes").read_text() == (fwd / "bpe.codes").read_text()
+    line = "eine Katze sieht den Hund ."
+    assert DataDir(rev).pipeline("de").encode(line) == DataDir(fwd).pipeline("de").encode(line)

@@ -33,6 +33,7 @@ PROG = "nmtkit-preprocess"
 @click.option("--bpe", type=click.Choice(["subword-nmt", "none"]), default="none", show_default=True)
 @click.option("--bpe-merges", default=10000, show_default=True, help="Number of BPE merge operations.")
 @click.option("--separate-bpe", is_flag=True, help="Learn one BPE model per language instead of a joint one.")
+@click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these subword-nmt codes (e.g. the reverse direction's bpe.codes) instead of learning new ones.")
 @click.option("--max-len", default=50, show_default=True, help="Drop training pairs with more tokens on either side (0: off).")
 @click.option("--max-len-ratio", default=9.0, show_default=True, help="Drop training pairs whose length ratio exceeds this (0: off).")
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")

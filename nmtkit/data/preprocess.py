@@ -9,6 +9,7 @@ import contextlib
 import io
 import json
 import multiprocessing as mp
+import shutil
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class PreprocessOptions:
     bpe: str = "none"
     bpe_merges: int = 10000
     joint_bpe: bool = True
+    bpe_codes: Optional[str] = None  # reuse these codes (e.g. the other direction's) instead of learning
     max_len: int = 50
     max_len_ratio: float = 9.0
     strict: bool = False
@@ -132,8 +134,12 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raise NmtkitError("--trainpref is required unless --srcdict and --tgtdict are given")
     if opt.bpe not in ("none", "subword-nmt"):
         raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose subword-nmt or none)")
-    if opt.bpe != "none" and not opt.trainpref:
-        raise NmtkitError("--bpe needs --trainpref to learn codes on")
+    if opt.bpe_codes and opt.bpe != "subword-nmt":
+        raise NmtkitError("--bpe-codes needs --bpe subword-nmt")
+    if opt.bpe_codes and not Path(opt.bpe_codes).is_file():
+        raise InputError(opt.bpe_codes, None, "no such BPE codes file")
+    if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
+        raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
     pipes = {lang: TextPipeline(lang=lang, tokenizer=opt.tokenizer, lowercase=opt.lowercase) for lang in (src, tgt)}
 
     # 1. read every split first so that all input errors surface before any heavy work
@@ -166,7 +172,12 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         # 3. BPE codes learned on train, applied to every split
         meta_bpe: dict = {"type": opt.bpe}
         if opt.bpe == "subword-nmt":
-            meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
+            if opt.bpe_codes:  # one codes file for both languages, copied so the data dir stays self-contained
+                shutil.copyfile(opt.bpe_codes, out / "bpe.codes")
+                meta_bpe.update(merges=None, joint=True, reused_from=str(Path(opt.bpe_codes).resolve()),
+                                codes={src: "bpe.codes", tgt: "bpe.codes"})
+            else:
+                meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
             for lang in (src, tgt):
                 pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
         pieces: dict[str, tuple[list[list[str]], list[list[str]]]] = {}

@@ -82,13 +82,19 @@ def _length_at(lengths: Sequence[int] | None, k: int) -> int | None:
 def read_gold(path: str | os.PathLike, src_lengths: Sequence[int] | None = None,
               tgt_lengths: Sequence[int] | None = None) -> list[GoldAlignment]:
     """Read a gold file with ``i-j`` (sure) and ``i?j`` (possible) links, one line per pair."""
+    return _read_pharaoh(path, src_lengths, tgt_lengths, allow_possible=True)
+
+
+def _read_pharaoh(path: str | os.PathLike, src_lengths: Sequence[int] | None, tgt_lengths: Sequence[int] | None,
+                  allow_possible: bool) -> list[GoldAlignment]:
+    """Parse every line of a Pharaoh file, checking line count and index ranges when lengths are given."""
     p = str(path)
     lines = list(iter_lines(p))
     _check_lengths(p, len(lines), src_lengths, "source")
     _check_lengths(p, len(lines), tgt_lengths, "target")
     return [
         parse_pharaoh_line(text, path=p, lineno=n, src_len=_length_at(src_lengths, n - 1),
-                           tgt_len=_length_at(tgt_lengths, n - 1))
+                           tgt_len=_length_at(tgt_lengths, n - 1), allow_possible=allow_possible)
         for n, text in lines
     ]
 
@@ -96,15 +102,7 @@ def read_gold(path: str | os.PathLike, src_lengths: Sequence[int] | None = None,
 def read_alignments(path: str | os.PathLike, src_lengths: Sequence[int] | None = None,
                     tgt_lengths: Sequence[int] | None = None) -> list[Alignment]:
     """Read hypothesis alignments (``i-j`` links only), one set per line."""
-    p = str(path)
-    lines = list(iter_lines(p))
-    _check_lengths(p, len(lines), src_lengths, "source")
-    _check_lengths(p, len(lines), tgt_lengths, "target")
-    return [
-        parse_pharaoh_line(text, path=p, lineno=n, src_len=_length_at(src_lengths, n - 1),
-                           tgt_len=_length_at(tgt_lengths, n - 1), allow_possible=False).sure
-        for n, text in lines
-    ]
+    return [g.sure for g in _read_pharaoh(path, src_lengths, tgt_lengths, allow_possible=False)]
 
 
 def read_gold_pair(sure_path: str | os.PathLike, possible_path: str | os.PathLike,

@@ -341,9 +341,11 @@ ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # torch>=2.6 + OpenNMT 3.5
 def onmt_luong_yaml(
     path: Path, txt: Path, out: Path, steps: int, batch_size: int, embed: int = 256, hidden: int = 256, layers: int = 2,
     dropout: float = 0.2, valid: bool = False, valid_steps: int = 0, save_steps: int = 0, keep: int = -1, seed: int = 1,
+    param_init: float = 0.1,
 ) -> Path:
     """OpenNMT-py config matching nmtkit's luong_* presets: unidirectional LSTM encoder/decoder,
-    global attention with the 'general' score, input feeding, uniform init 0.1, Adam, clip 5,
+    global attention with the 'general' score, input feeding, uniform init U(-param_init, param_init)
+    (OpenNMT-py 3.5.1 has no "torch default" init: param_init 0 demands glorot), Adam, clip 5,
     loss normalized per target token like nmtkit (OpenNMT's default is per sentence)."""
     out.mkdir(parents=True, exist_ok=True)
     valid_part = f"  valid:\n    path_src: {txt}/valid.en\n    path_tgt: {txt}/valid.de\n" if valid else ""
@@ -371,7 +373,7 @@ global_attention_function: softmax
 input_feed: 1
 bridge: false
 dropout: [{dropout}]
-param_init: 0.1
+param_init: {param_init}
 world_size: 1
 gpu_ranks: []
 batch_type: sents

@@ -91,6 +91,7 @@ def main() -> None:
     logs.mkdir(parents=True, exist_ok=True)
     load_before = bl.uptime_line()
     print(load_before)
+    software_at_start = "" if args.report_only else bl.software_line({"OpenNMT-py": (str(peers / "opennmt/bin/python"), "OpenNMT-py")})
 
     env = bl.thread_env(args.threads)
     batch_tokens = nmtkit_batches_tokens(dest, args.batch_size, 1)
@@ -131,11 +132,13 @@ def main() -> None:
     if not args.skip_onmt:
         orun = runs[1]
         ost = onmt_loop_stats((logs / "onmt_train.log").read_text(encoding="utf-8", errors="replace"))
+    meta_path = w / "run_meta.json"  # what --report-only needs to describe the run as it happened
     if not args.report_only:
-        load_after = bl.uptime_line()
-        (w / "load.json").write_text(json.dumps([load_before, load_after]) + "\n")
+        meta = {"load_before": load_before, "load_after": bl.uptime_line(), "software": software_at_start}
+        meta_path.write_text(json.dumps(meta) + "\n")
     else:
-        load_before, load_after = json.loads((w / "load.json").read_text())
+        meta = json.loads(meta_path.read_text())
+    load_before, load_after = meta["load_before"], meta["load_after"]
 
     # ---- summary ---------------------------------------------------------------------------------
     head = ["toolkit", "parameters", "updates timed", "tgt tok/batch", "loop s", "tgt tok/s (loop)", "tgt tok/s (after update 50)",
@@ -172,9 +175,8 @@ def main() -> None:
         )
     print("\n" + body)
     if args.record:
-        software = bl.software_line({"OpenNMT-py": (str(peers / "opennmt/bin/python"), "OpenNMT-py")})
         bl.append_results(bl.section(f"train speed: {args.arch} vs OpenNMT-py, one epoch", bl.machine_info(),
-                                     load_before, load_after, software, body, cmds))
+                                     load_before, load_after, meta["software"], body, cmds))
 
 
 if __name__ == "__main__":

@@ -204,3 +204,8 @@ def test_build_model_from_checkpoint_dict_round_trips() -> None:
         build_model("luong", cfg, d, d)
     with pytest.raises(NmtkitError, match="unknown model 'transformer'"):
         build_model("transformer", {}, d, d)
+
+
+def test_a_model_missing_part_of_the_contract_cannot_be_built() -> None:
+    with pytest.raises(TypeError, match="abstract"):
+        Dummy(DummyConfig(), None, None)

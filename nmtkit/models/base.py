@@ -15,6 +15,7 @@ Conventions (all tensors batch-first):
 """
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional
 
@@ -54,7 +55,7 @@ class EncoderOutput:
         return self.mask.sum(dim=1)
 
 
-class Seq2SeqModel(nn.Module):
+class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     """Base class of registered models.
 
     Subclasses set ``Config`` (a dataclass of every option with its default) and implement
@@ -73,25 +74,27 @@ class Seq2SeqModel(nn.Module):
         self.src_dict = src_dict
         self.tgt_dict = tgt_dict
 
-    # -- to implement ----------------------------------------------------------------
+    # -- to implement (abstract: a subclass missing one cannot be instantiated) -------
+    @abstractmethod
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
-        raise NotImplementedError
+        """Run the encoder once per sentence."""
 
+    @abstractmethod
     def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
-        raise NotImplementedError
+        """The decoder state before the first target step."""
 
+    @abstractmethod
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         """One decoder step for ``N`` rows: ``prev_tokens`` ``[N]`` ->
         (log-probabilities ``[N, V]``, attention ``[N, S]`` or None, new state)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
     ) -> tuple[Tensor, Optional[Tensor]]:
         """Teacher-forced pass: (logits ``[B, T, V]``, attention ``[B, T, S]`` or None)."""
-        raise NotImplementedError
 
     # -- shared ----------------------------------------------------------------------
     def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:

@@ -124,3 +124,12 @@ def test_data_dir_with_other_dictionaries_is_refused(random_ckpt, tiny_parallel,
     assert res.exit_code == 0, res.output
     res = run(["--path", str(random_ckpt), "--data", str(tmp_path / "bin")], "the cat\n")
     assert res.exit_code == 1 and "dictionaries do not match the checkpoint" in res.stderr
+
+
+def test_verbose_without_attention_has_no_alignment_lines(tmp_path):
+    ckpt = make_checkpoint(tmp_path / "noattn.pt", arch="rnnencdec_tiny")
+    res = run(["--path", str(ckpt), "-v"], "the cat .\n")
+    assert res.exit_code == 0, res.output
+    assert [l.split("\t")[0] for l in res.stdout.splitlines()] == ["S-0", "H-0", "D-0", "P-0"]
+    res = run(["--path", str(ckpt), "--replace-unk"], "the cat .\n")
+    assert res.exit_code == 1 and "needs attention" in res.stderr

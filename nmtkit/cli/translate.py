@@ -148,7 +148,7 @@ class OutputWriter:
         self.nbest = kw["nbest"]
         self.inline_align = kw["print_alignment"] and not kw["alignment_file"]
         self.keep_partial = False
-        self._files: list = []
+        self.has_alignments = translator.alignments
 
     def __enter__(self) -> "OutputWriter":
         from nmtkit.utils.textio import atomic_write
@@ -189,7 +189,7 @@ class OutputWriter:
                     w(f"H-{tr.index}\t{c.score:.4f}\t{' '.join(c.tokens)}\n")
                     w(f"D-{tr.index}\t{c.score:.4f}\t{c.text}\n")
                     w(f"P-{tr.index}\t{' '.join(f'{x:.4f}' for x in c.positional_scores)}\n")
-                    if c.alignment or c.pieces:
+                    if self.has_alignments:
                         w(f"A-{tr.index}\t{format_pharaoh(c.alignment)}\n")
             elif self.nbest > 1:
                 for c in tr.candidates:  # Moses n-best format

@@ -20,6 +20,7 @@ from nmtkit.models import (
 from nmtkit.models.base import Seq2SeqModel
 from nmtkit.models.common import BaseConfig
 from nmtkit.models.registry import Registry
+from nmtkit.models.registry import train_defaults as registry_train_defaults
 
 torch.set_num_threads(1)
 
@@ -157,9 +158,14 @@ def test_all_presets_are_listed_resolved_and_described() -> None:
         assert archs[arch][1] == config_to_dict(resolve_config(arch, {})[1])
         assert arch_description(arch)
     for arch, (_, options) in archs.items():
-        # the papers' presets use U(-0.1, 0.1); CPU-sized and tiny ones torch's defaults (see presets.py)
-        cpu_sized = arch.endswith(("_tiny", "_small", "_medium"))
-        assert options["init_scale"] == (0.0 if cpu_sized else 0.1), arch
+        # Luong et al.'s presets use U(-0.1, 0.1), Bahdanau et al.'s their appendix B.1 scheme;
+        # CPU-sized and tiny ones torch's defaults (see presets.py)
+        cpu_sized = arch.endswith(("_tiny", "_small", "_medium", "_m30k"))
+        if arch.endswith("_50"):
+            assert options["init"] == "bahdanau", arch
+        else:
+            assert options["init"] == "uniform", arch
+            assert options["init_scale"] == (0.0 if cpu_sized else 0.1), arch
 
 
 # (arch, options that define the row in the paper)
@@ -171,7 +177,8 @@ PAPER_ROWS = [
     ("luong_t1_global_location_feed", dict(attention="global", score="location", input_feeding=True)),
     ("luong_t1_local_p_general_feed", dict(attention="local-p", score="general", input_feeding=True)),
     ("luong_t4_local_m_dot", dict(attention="local-m", score="dot", input_feeding=True, window=10)),
-    ("luong_wmt_en_de", dict(attention="local-p", score="general", input_feeding=True, dropout=0.2, source_reversal=False)),
+    # every attentional WMT model of Luong et al. reverses the source
+    ("luong_wmt_en_de", dict(attention="local-p", score="general", input_feeding=True, dropout=0.2, source_reversal=True)),
 ]
 
 
@@ -186,7 +193,12 @@ def test_bahdanau_presets_match_the_paper() -> None:
     s = list_archs()["rnnsearch_50"][1]
     assert (s["hidden_size"], s["embed_dim"], s["maxout_size"]) == (1000, 620, 500)
     e = list_archs()["rnnencdec_50"][1]
-    assert (e["hidden_size"], e["embed_dim"], e["cell"]) == (1000, 620, "gru")
+    assert (e["hidden_size"], e["embed_dim"], e["cell"], e["maxout_size"]) == (1000, 620, "gru", 500)
+    # RNNencdec has RNNsearch's maxout deep output and s_0 = tanh(W_s c)
+    assert e["bahdanau_decoder"] and e["feed_context"]
+    assert s["init"] == e["init"] == "bahdanau"
+    assert registry_train_defaults("rnnsearch_50")["clip_norm"] == 1.0
+    assert registry_train_defaults("rnnencdec_50")["clip_norm"] == 1.0
 
 
 def test_build_model_from_checkpoint_dict_round_trips() -> None:

@@ -25,12 +25,23 @@ class BaseConfig:
     hidden_size: int = 256
     layers: int = 1
     dropout: float = 0.0
-    #: Parameters drawn uniformly from [-init_scale, init_scale] (both papers: 0.1);
-    #: 0 keeps PyTorch's default initialisation.
+    #: Dropout on the embedded inputs of encoder and decoder (negative: ``dropout``).
+    dropout_embed: float = -1.0
+    #: Dropout between stacked recurrent layers (negative: ``dropout``).
+    dropout_hidden: float = -1.0
+    #: Dropout on the state the output layer reads (h~_t, t_i; negative: ``dropout``).
+    dropout_output: float = -1.0
+    #: ``uniform``: every parameter from U(-init_scale, init_scale) (Luong et al.; 0 keeps
+    #: PyTorch's defaults); ``bahdanau``: Bahdanau et al.'s appendix B.1 scheme.
+    init: str = "uniform"
     init_scale: float = 0.1
     #: Feed the encoder each source sentence backwards (Sutskever et al. 2014); the
     #: sentence-final ``</s>`` stays last.  Undone before anything leaves the model.
     source_reversal: bool = False
+    #: Tie the output layer's weights to the decoder's input embeddings (Press & Wolf 2017).
+    share_decoder_input_output_embed: bool = False
+    #: One embedding matrix for source, target and output (needs a joined dictionary).
+    share_all_embeddings: bool = False
 
     def validate(self) -> None:
         """Raise :class:`NmtkitError` naming the first contradictory or out-of-range option."""
@@ -38,7 +49,20 @@ class BaseConfig:
         require(self.hidden_size >= 1, f"hidden_size must be >= 1, got {self.hidden_size}")
         require(self.layers >= 1, f"layers must be >= 1, got {self.layers}")
         require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}")
+        for name in ("dropout_embed", "dropout_hidden", "dropout_output"):
+            value = getattr(self, name)
+            require(value < 1.0, f"{name} must be < 1 (negative: same as dropout), got {value}")
+        require_choice("init", self.init, INIT_SCHEMES)
         require(self.init_scale >= 0.0, f"init_scale must be >= 0, got {self.init_scale}")
+
+    def dropout_rate(self, where: str) -> float:
+        """The dropout rate at ``where`` (embed | hidden | output): its own option when set
+        (>= 0), else the shared ``dropout``."""
+        value = getattr(self, f"dropout_{where}")
+        return self.dropout if value < 0 else value
+
+
+INIT_SCHEMES = ("uniform", "bahdanau")
 
 
 def require(ok: bool, message: str) -> None:
@@ -120,6 +144,60 @@ def init_uniform_(model: nn.Module, scale: float) -> None:
     for m in model.modules():
         if isinstance(m, nn.Embedding) and m.padding_idx is not None:
             m.weight[m.padding_idx].zero_()
+
+
+@torch.no_grad()
+def init_bahdanau_(model: nn.Module) -> None:
+    """Bahdanau et al. (2015) appendix B.1: recurrent matrices orthogonal, the alignment
+    model's ``W_a``/``U_a`` from N(0, 0.001^2), ``v_a`` and every bias 0, all other weights
+    from N(0, 0.01^2).
+
+    Which parameter is which is read off the names: ``weight_hh_*`` of an RNN are the
+    recurrent matrices (each gate's block made orthogonal), ``attention.W_a``/``attention.U_a``
+    the alignment model."""
+    for name, p in model.named_parameters():
+        if "bias" in name or name.endswith("v_a.weight"):
+            p.zero_()
+        elif "weight_hh" in name:
+            for block in p.chunk(p.size(0) // p.size(1), dim=0):
+                nn.init.orthogonal_(block)
+        elif name.endswith(("attention.W_a.weight", "attention.U_a.weight")):
+            p.normal_(0.0, 0.001)
+        else:
+            p.normal_(0.0, 0.01)
+    for m in model.modules():
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            m.weight[m.padding_idx].zero_()
+
+
+def initialize_(model: nn.Module, cfg: "BaseConfig") -> None:
+    """Apply the config's initialisation scheme (the one place that chooses it)."""
+    if cfg.init == "bahdanau":
+        init_bahdanau_(model)
+    elif cfg.init_scale > 0:
+        init_uniform_(model, cfg.init_scale)
+
+
+def tie_embeddings(model: nn.Module, src_embed: nn.Embedding, tgt_embed: nn.Embedding,
+                   output_projection: nn.Linear) -> None:
+    """Share weights as ``share_all_embeddings``/``share_decoder_input_output_embed`` ask.
+
+    Errors name the sizes that do not match, so a user knows which option to change."""
+    cfg = model.cfg
+    if cfg.share_all_embeddings:
+        require(
+            list(model.src_dict.symbols) == list(model.tgt_dict.symbols),
+            "share_all_embeddings needs one dictionary for both languages "
+            "(preprocess with --joined-dictionary)",
+        )
+        tgt_embed.weight = src_embed.weight
+    if cfg.share_decoder_input_output_embed or cfg.share_all_embeddings:
+        require(
+            output_projection.in_features == tgt_embed.embedding_dim,
+            f"tied output embeddings need the output layer's input size "
+            f"({output_projection.in_features}) to equal embed_dim ({tgt_embed.embedding_dim})",
+        )
+        output_projection.weight = tgt_embed.weight
 
 
 # -- small tensor helpers ------------------------------------------------------------------------

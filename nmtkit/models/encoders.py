@@ -49,7 +49,10 @@ class RNNEncoder(nn.Module):
         bidirectional: bool = False,
         dropout: float = 0.0,
         reverse_source: bool = False,
+        layer_dropout: Optional[float] = None,
     ) -> None:
+        """``dropout`` applies to the embeddings, ``layer_dropout`` (default: ``dropout``)
+        between stacked layers."""
         super().__init__()
         if cell not in ("lstm", "gru"):
             raise ValueError(f"cell must be lstm or gru, got {cell!r}")
@@ -64,7 +67,7 @@ class RNNEncoder(nn.Module):
             num_layers=layers,
             batch_first=True,
             bidirectional=bidirectional,
-            dropout=dropout if layers > 1 else 0.0,
+            dropout=(dropout if layer_dropout is None else layer_dropout) if layers > 1 else 0.0,
         )
 
     def forward(self, src_tokens: Tensor, src_lengths: Tensor) -> RNNEncoding:
@@ -83,3 +86,10 @@ class RNNEncoder(nn.Module):
         else:
             h_n, c_n = hidden, None
         return RNNEncoding(outputs=outputs, h_n=h_n, c_n=c_n)
+
+
+def join_directions(state: Tensor) -> Tensor:
+    """``[layers * 2, B, H]`` final states of a bidirectional RNN -> ``[layers, B, 2H]``
+    (forward and backward state of each layer side by side), the input of a bridge."""
+    two_l, bsz, h = state.shape
+    return state.view(two_l // 2, 2, bsz, h).transpose(1, 2).reshape(two_l // 2, bsz, 2 * h)

@@ -1,14 +1,24 @@
 """Luong, Pham & Manning (2015): stacked LSTM encoder-decoder with global or local attention.
 
-Encoder: unidirectional stacked LSTM (optionally reading the source reversed).  Decoder:
-stacked LSTM initialised with the encoder's final ``(h, c)`` of every layer.  With attention,
+Encoder: stacked LSTM (optionally reading the source reversed), unidirectional as in the
+paper or, with ``encoder_bidirectional``, bidirectional with half the units per direction (as
+OpenNMT-py's ``brnn``).  Decoder: stacked LSTM initialised with the encoder's final ``(h, c)``
+of every layer; a bidirectional encoder's final states pass through a learned bridge
+``h_0 = tanh(W_h [->h; <-h] + b_h)``, ``c_0 = W_c [->c; <-c] + b_c`` (all layers at once).  With attention,
 the top decoder state ``h_t`` attends over the encoder states (``nmtkit.models.attention``)
 giving a context ``c_t`` and the attentional state ``h~_t = tanh(W_c [c_t; h_t])``, which the
 softmax reads; without attention the softmax reads ``h_t``.  Input feeding makes the first
 decoder layer's input ``[y_{t-1}; h~_{t-1}]`` (``h~_0 = 0``).
 
 Dropout (Zaremba et al. 2014, as in the paper) is applied to the inputs of the first layer
-of encoder and decoder, between stacked layers, and to ``h~_t`` before the softmax.
+of encoder and decoder (``dropout_embed``), between stacked layers (``dropout_hidden``), and to
+``h~_t`` before the softmax (``dropout_output``); each defaults to ``dropout``.
+
+Training speed: with input feeding the decoder must run step by step, but the embedding part
+of the first layer's input does not depend on earlier steps, so :meth:`LuongModel.forward`
+projects it for all target steps in one matrix product and each step only adds the
+input-feed and recurrent products; :meth:`LuongModel.decode_step` is the plain reference
+computation, and the tests check the two agree.
 """
 from __future__ import annotations
 
@@ -17,6 +27,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models.attention import ATTENTION_TYPES, SCORE_FUNCTIONS, LuongAttention
@@ -29,8 +40,9 @@ from nmtkit.models.common import (
     require,
     require_choice,
     rnn_step,
+    tie_embeddings,
 )
-from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.encoders import RNNEncoder, join_directions
 from nmtkit.models.registry import register_model
 
 
@@ -51,6 +63,8 @@ class LuongConfig(BaseConfig):
     window: int = 10
     #: Positions the ``location`` score can address; source tokens beyond get zero weight.
     max_source_positions: int = 100
+    #: Bidirectional encoder (hidden_size / 2 units per direction) with a learned bridge.
+    encoder_bidirectional: bool = False
 
     def validate(self) -> None:
         super().validate()
@@ -68,6 +82,11 @@ class LuongConfig(BaseConfig):
                 self.max_source_positions >= 1,
                 f"location score needs max_source_positions >= 1, got {self.max_source_positions}",
             )
+        if self.encoder_bidirectional:
+            require(
+                self.hidden_size % 2 == 0,
+                f"encoder_bidirectional splits hidden_size over two directions; it must be even, got {self.hidden_size}",
+            )
 
 
 @register_model("luong")
@@ -81,28 +100,46 @@ class LuongModel(Seq2SeqModel):
         self.has_attention = cfg.attention != "none"
         self.input_feeding = cfg.input_feeding
         h = cfg.hidden_size
+        self.bidirectional = cfg.encoder_bidirectional
         self.encoder = RNNEncoder(
-            len(src_dict), cfg.embed_dim, h, cfg.layers, cell="lstm",
-            dropout=cfg.dropout, reverse_source=cfg.source_reversal,
+            len(src_dict), cfg.embed_dim, h // 2 if self.bidirectional else h, cfg.layers, cell="lstm",
+            bidirectional=self.bidirectional, dropout=cfg.dropout_rate("embed"),
+            reverse_source=cfg.source_reversal, layer_dropout=cfg.dropout_rate("hidden"),
         )
+        if self.bidirectional:
+            self.bridge_h = nn.Linear(cfg.layers * h, cfg.layers * h)
+            self.bridge_c = nn.Linear(cfg.layers * h, cfg.layers * h)
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         dec_input = cfg.embed_dim + (h if cfg.input_feeding else 0)
         self.decoder = nn.LSTM(
             dec_input, h, num_layers=cfg.layers, batch_first=True,
-            dropout=cfg.dropout if cfg.layers > 1 else 0.0,
+            dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
+        self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
         if self.has_attention:
             self.attention = LuongAttention(
                 h, cfg.attention, cfg.score, cfg.window, cfg.max_source_positions
             )
             self.W_c = nn.Linear(2 * h, h, bias=False)
         self.output_projection = nn.Linear(h, len(tgt_dict))
+        tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     # -- encoder ---------------------------------------------------------------------------
+    def _initial_states(self, h_n: Tensor, c_n: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder final states (PyTorch layout) -> decoder ``(h_0, c_0)`` ``[B, layers, H]``."""
+        if not self.bidirectional:
+            return batch_first(h_n), batch_first(c_n)
+        h, c = batch_first(join_directions(h_n)), batch_first(join_directions(c_n))  # [B, L, H]
+        bsz, layers, size = h.shape
+        h0 = torch.tanh(self.bridge_h(h.reshape(bsz, layers * size))).view(bsz, layers, size)
+        c0 = self.bridge_c(c.reshape(bsz, layers * size)).view(bsz, layers, size)
+        return h0, c0
+
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
         enc = self.encoder(src_tokens, src_lengths)
-        extra = {"h0": batch_first(enc.h_n), "c0": batch_first(enc.c_n)}
+        h0, c0 = self._initial_states(enc.h_n, enc.c_n)
+        extra = {"h0": h0, "c0": c0}
         if self.has_attention:
             keys = self.attention.precompute_keys(enc.outputs)
             if keys is not None:
@@ -135,9 +172,9 @@ class LuongModel(Seq2SeqModel):
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         """One step from embedded previous tokens ``[N, E]`` -> (h~ ``[N, 1, H]``, weights
-        ``[N, 1, S]`` or None, new state).  Shared by decode_step and forward."""
+        ``[N, 1, S]`` or None, new state): the reference computation of one decoder step."""
         x = torch.cat([emb, state["feed"]], dim=-1) if self.input_feeding else emb
-        top, h, c = rnn_step(self.decoder, self.dropout(x), state["h"], state["c"])
+        top, h, c = rnn_step(self.decoder, self.embed_dropout(x), state["h"], state["c"])
         htilde, weights = self._attend(top.unsqueeze(1), enc, state["step"].unsqueeze(1))
         new_state = {"h": h, "c": c, "step": state["step"] + 1}
         if self.input_feeding:
@@ -148,9 +185,48 @@ class LuongModel(Seq2SeqModel):
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         htilde, weights, new_state = self._step(self.tgt_embed(prev_tokens), state, enc)
-        logits = self.output_projection(self.dropout(htilde.squeeze(1)))
+        logits = self.output_projection(self.output_dropout(htilde.squeeze(1)))
         attn = weights.squeeze(1) if weights is not None else None
         return torch.log_softmax(logits, dim=-1), attn, new_state
+
+    def _feed_loop(self, emb: Tensor, state: DecoderState, enc: EncoderOutput) -> tuple[Tensor, Optional[Tensor]]:
+        """Teacher-forced input-feeding decoder over all steps (see the module docstring):
+        the same computation as repeated :meth:`_step` calls, with the embedding half of
+        the first layer's input projected once for all steps and no per-step concatenation."""
+        rnn, layers = self.decoder, self.cfg.layers
+        e = self.cfg.embed_dim
+        w_ih0, w_hh0 = rnn.weight_ih_l0, rnn.weight_hh_l0
+        pre = F.linear(self.embed_dropout(emb), w_ih0[:, :e], rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
+        w_feed = w_ih0[:, e:].t()
+        w_rec = w_hh0.t()
+        hs = list(state["h"].unbind(1))
+        cs = list(state["c"].unbind(1))
+        feed = state["feed"]
+        bsz, tgt_len = emb.shape[:2]
+        layer_drop = rnn.dropout if (rnn.training and rnn.dropout > 0) else 0.0
+        outs, attns = [], []
+        for t in range(tgt_len):
+            gates = torch.addmm(pre[:, t], self.embed_dropout(feed), w_feed).addmm_(hs[0], w_rec)
+            i, f, g, o = gates.chunk(4, dim=1)
+            cs[0] = torch.sigmoid(f) * cs[0] + torch.sigmoid(i) * torch.tanh(g)
+            hs[0] = torch.sigmoid(o) * torch.tanh(cs[0])
+            inp = hs[0]
+            for layer in range(1, layers):
+                if layer_drop:
+                    inp = F.dropout(inp, layer_drop, training=True)
+                hs[layer], cs[layer] = torch.lstm_cell(
+                    inp, (hs[layer], cs[layer]),
+                    getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}"),
+                    getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}"),
+                )
+                inp = hs[layer]
+            steps = torch.full((bsz, 1), t, dtype=torch.long, device=emb.device)
+            htilde, weights = self._attend(inp.unsqueeze(1), enc, steps)
+            feed = htilde.squeeze(1)
+            outs.append(htilde)
+            attns.append(weights)
+        attn = torch.cat(attns, dim=1) if self.has_attention else None
+        return torch.cat(outs, dim=1), attn
 
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
@@ -160,18 +236,12 @@ class LuongModel(Seq2SeqModel):
         emb = self.tgt_embed(prev_output_tokens)  # [B, T, E]
         if self.input_feeding:
             # h~_{t-1} feeds step t, so the decoder must run one step at a time.
-            outs, attns = [], []
-            for t in range(emb.size(1)):
-                htilde, weights, state = self._step(emb[:, t], state, enc)
-                outs.append(htilde)
-                attns.append(weights)
-            htilde = torch.cat(outs, dim=1)
-            attn = torch.cat(attns, dim=1) if self.has_attention else None
+            htilde, attn = self._feed_loop(emb, state, enc)
         else:
             top, _ = self.decoder(
-                self.dropout(emb), (layers_first(state["h"]), layers_first(state["c"]))
+                self.embed_dropout(emb), (layers_first(state["h"]), layers_first(state["c"]))
             )
             bsz, tgt_len = prev_output_tokens.shape
             steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
             htilde, attn = self._attend(top, enc, steps)
-        return self.output_projection(self.dropout(htilde)), attn
+        return self.output_projection(self.output_dropout(htilde)), attn

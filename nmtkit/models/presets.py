@@ -5,6 +5,8 @@ its docstring is what ``nmtkit-train --list-archs`` prints.
 
 Luong et al. (2015) models are 4 layers x 1000 LSTM cells with 1000-dim embeddings, uniform
 init in [-0.1, 0.1], dropout 0.2 where dropout is used and window D = 10 for local attention.
+Bahdanau et al. (2015) initialise differently (appendix B.1: orthogonal recurrent matrices,
+N(0, 0.01^2) weights, N(0, 0.001^2) alignment model, zero biases): ``init="bahdanau"``.
 Table 1 rows are cumulative (Base; +reverse; +dropout; +global attention (location); +feed
 input; local-p (general) + feed input), so every attentional row keeps reversal and dropout.
 The Table 4 presets (attention architectures, all with input feeding) use the same setting.
@@ -15,6 +17,13 @@ from nmtkit.models.registry import register_arch
 
 
 # -- shared settings -----------------------------------------------------------------------
+#: Luong et al.'s training (section 4.1): plain SGD from lr 1.0, halved every epoch after
+#: epoch 5 (8 with dropout), gradient norm clipped at 5, the loss summed over each sentence
+#: and averaged over the batch.  Applied by nmtkit-train to the options the user leaves unset.
+LUONG_TRAINING = {"optimizer": "sgd", "lr": 1.0, "lr_schedule": "halving", "halve_after": 5,
+                  "clip_norm": 5.0, "loss_norm": "sentence"}
+LUONG_TRAINING_DROPOUT = {**LUONG_TRAINING, "halve_after": 8}
+
 def _luong_paper(cfg: dict) -> None:
     """Luong et al.'s 4 x 1000 stacked LSTM, 1000-dim embeddings, U(-0.1, 0.1) init."""
     cfg.setdefault("embed_dim", 1000)
@@ -43,45 +52,44 @@ def _no_attention(cfg: dict, reverse: bool, dropout: float) -> None:
 
 
 # -- Luong et al. 2015 --------------------------------------------------------------------------
-@register_arch("luong", "luong_wmt_en_de")
+@register_arch("luong", "luong_wmt_en_de", train_defaults=LUONG_TRAINING_DROPOUT)
 def luong_wmt_en_de(cfg: dict) -> None:
-    """WMT'14 En-De setting as fairseq ships it: 4x1000 LSTM, local-p (general), input feeding, dropout 0.2, no reversal
-    (the paper's best single model also reverses the source: add --source-reversal, or use luong_t1_local_p_general_feed)."""
-    cfg.setdefault("source_reversal", False)
+    """Luong et al. 2015 best WMT'14 En-De single model: 4x1000 LSTM, reversed source, local-p (general), input feeding, dropout 0.2.
+    Every attentional WMT model of the paper reverses the source (sections 4.1-4.2)."""
     _luong_attentional(cfg, "local-p", "general")
 
 
-@register_arch("luong", "luong_t1_base")
+@register_arch("luong", "luong_t1_base", train_defaults=LUONG_TRAINING)
 def luong_t1_base(cfg: dict) -> None:
     """Luong et al. 2015 Table 1 'Base': 4x1000 LSTM encoder-decoder, no attention, no reversal, no dropout."""
     _no_attention(cfg, reverse=False, dropout=0.0)
 
 
-@register_arch("luong", "luong_t1_base_reverse")
+@register_arch("luong", "luong_t1_base_reverse", train_defaults=LUONG_TRAINING)
 def luong_t1_base_reverse(cfg: dict) -> None:
     """Luong et al. 2015 Table 1 'Base + reverse': no attention, source reversed."""
     _no_attention(cfg, reverse=True, dropout=0.0)
 
 
-@register_arch("luong", "luong_t1_base_reverse_dropout")
+@register_arch("luong", "luong_t1_base_reverse_dropout", train_defaults=LUONG_TRAINING_DROPOUT)
 def luong_t1_base_reverse_dropout(cfg: dict) -> None:
     """Luong et al. 2015 Table 1 'Base + reverse + dropout': no attention, reversed, dropout 0.2."""
     _no_attention(cfg, reverse=True, dropout=0.2)
 
 
-@register_arch("luong", "luong_t1_global_location")
+@register_arch("luong", "luong_t1_global_location", train_defaults=LUONG_TRAINING_DROPOUT)
 def luong_t1_global_location(cfg: dict) -> None:
     """Luong et al. 2015 Table 1 '+ global attention (location)': reverse, dropout 0.2, no input feeding."""
     _luong_attentional(cfg, "global", "location", feed=False)
 
 
-@register_arch("luong", "luong_t1_global_location_feed")
+@register_arch("luong", "luong_t1_global_location_feed", train_defaults=LUONG_TRAINING_DROPOUT)
 def luong_t1_global_location_feed(cfg: dict) -> None:
     """Luong et al. 2015 Table 1 '+ feed input': global attention (location), input feeding, reverse, dropout 0.2."""
     _luong_attentional(cfg, "global", "location")
 
 
-@register_arch("luong", "luong_t1_local_p_general_feed")
+@register_arch("luong", "luong_t1_local_p_general_feed", train_defaults=LUONG_TRAINING_DROPOUT)
 def luong_t1_local_p_general_feed(cfg: dict) -> None:
     """Luong et al. 2015 Table 1 'local-p attention (general) + feed input': reverse, dropout 0.2."""
     _luong_attentional(cfg, "local-p", "general")
@@ -104,35 +112,42 @@ def _register_table4() -> None:
             f"Luong et al. 2015 Table 4 row '{attention} ({score})': 4x1000 LSTM, "
             "input feeding, reverse, dropout 0.2."
         )
-        register_arch("luong", name)(preset)
+        register_arch("luong", name, train_defaults=LUONG_TRAINING_DROPOUT)(preset)
 
 
 _register_table4()
 
 
 # -- Bahdanau et al. 2015 -----------------------------------------------------------------------
-@register_arch("rnnsearch", "rnnsearch_50")
+#: Bahdanau et al. (2015) train with Adadelta (rho 0.95, eps 1e-6), minibatches of 80 and
+#: clip the gradient norm at 1, the loss summed over each sentence (appendix B.2).
+BAHDANAU_TRAINING = {"optimizer": "adadelta", "clip_norm": 1.0, "loss_norm": "sentence"}
+
+
+@register_arch("rnnsearch", "rnnsearch_50", train_defaults=BAHDANAU_TRAINING)
 def rnnsearch_50(cfg: dict) -> None:
-    """Bahdanau et al. 2015 RNNsearch-50: biGRU 1000 per direction, 620-dim embeddings, maxout 500."""
+    """Bahdanau et al. 2015 RNNsearch-50: biGRU 1000 per direction, 620-dim embeddings, maxout 500, appendix B.1 init."""
     cfg.setdefault("embed_dim", 620)
     cfg.setdefault("hidden_size", 1000)
     cfg.setdefault("attention_dim", 1000)
     cfg.setdefault("maxout_size", 500)
     cfg.setdefault("layers", 1)
     cfg.setdefault("dropout", 0.0)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init", "bahdanau")
 
 
-@register_arch("rnnencdec", "rnnencdec_50")
+@register_arch("rnnencdec", "rnnencdec_50", train_defaults=BAHDANAU_TRAINING)
 def rnnencdec_50(cfg: dict) -> None:
-    """Bahdanau et al. 2015 RNNencdec-50 baseline: GRU 1000, 620-dim embeddings, summary fed every step."""
+    """Bahdanau et al. 2015 RNNencdec-50: GRU 1000, 620-dim embeddings, s_0 = tanh(W_s c), maxout 500 deep output, appendix B.1 init."""
     cfg.setdefault("cell", "gru")
     cfg.setdefault("embed_dim", 620)
     cfg.setdefault("hidden_size", 1000)
     cfg.setdefault("layers", 1)
     cfg.setdefault("feed_context", True)
+    cfg.setdefault("bahdanau_decoder", True)
+    cfg.setdefault("maxout_size", 500)
     cfg.setdefault("dropout", 0.0)
-    cfg.setdefault("init_scale", 0.1)
+    cfg.setdefault("init", "bahdanau")
 
 
 # -- CPU-sized (Multi30k-scale data) ----------------------------------------------------------------

@@ -7,6 +7,10 @@
   "luong_wmt_en_de")``).  Its docstring's first line is what ``--list-archs`` prints.
 
 Resolution order for every option: user override (not None) > preset > ``Config`` default.
+
+A preset may also carry *training* defaults (``register_arch(..., train_defaults={...})``),
+for the papers' optimisers, clipping and loss normalisation; ``nmtkit-train`` applies them to
+the options the user left unset, with the same precedence.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from typing import Any, Callable, Mapping
 
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import Seq2SeqModel
-from nmtkit.models.common import coerce_option, init_uniform_, option_types
+from nmtkit.models.common import coerce_option, init_uniform_, initialize_, option_types
 
 __all__ = [
     "Registry",
@@ -28,6 +32,7 @@ __all__ = [
     "list_archs",
     "list_models",
     "arch_description",
+    "train_defaults",
     "get_model_class",
     "init_uniform_",
 ]
@@ -42,6 +47,7 @@ class Registry:
     def __init__(self) -> None:
         self.models: dict[str, type[Seq2SeqModel]] = {}
         self.archs: dict[str, tuple[str, ArchFn]] = {}
+        self.arch_train_defaults: dict[str, dict[str, Any]] = {}
 
     # -- registration ---------------------------------------------------------------------
     def register_model(self, name: str) -> Callable[[type], type]:
@@ -60,13 +66,16 @@ class Registry:
 
         return deco
 
-    def register_arch(self, model_name: str, arch_name: str) -> Callable[[ArchFn], ArchFn]:
+    def register_arch(
+        self, model_name: str, arch_name: str, train_defaults: Mapping[str, Any] | None = None
+    ) -> Callable[[ArchFn], ArchFn]:
         def deco(fn: ArchFn) -> ArchFn:
             if arch_name in self.archs:
                 raise ValueError(f"arch {arch_name!r} is already registered")
             if model_name not in self.models:
                 raise ValueError(f"arch {arch_name!r}: model {model_name!r} is not registered")
             self.archs[arch_name] = (model_name, fn)
+            self.arch_train_defaults[arch_name] = dict(train_defaults or {})
             return fn
 
         return deco
@@ -85,6 +94,12 @@ class Registry:
         except KeyError:
             known = ", ".join(sorted(self.archs)) or "(none)"
             raise NmtkitError(f"unknown arch {arch!r}; known archs: {known}") from None
+
+    def train_defaults(self, arch: str) -> dict[str, Any]:
+        """The training options (``TrainOptions`` names) the preset sets, e.g. the papers'
+        optimiser and clipping; empty for most presets."""
+        self._arch(arch)
+        return dict(self.arch_train_defaults.get(arch, {}))
 
     def list_models(self) -> list[str]:
         return sorted(self.models)
@@ -148,8 +163,8 @@ class Registry:
     def build_model(self, model_name: str, cfg: Any, src_dict, tgt_dict) -> Seq2SeqModel:  # noqa: ANN001
         """Instantiate a model; ``cfg`` is its Config (or a dict, as stored in checkpoints).
 
-        Parameters are drawn from U(-init_scale, init_scale) when ``init_scale > 0``, so
-        call ``torch.manual_seed`` first for a reproducible model."""
+        Parameters are initialised as the config's ``init`` says (``initialize_``), so call
+        ``torch.manual_seed`` first for a reproducible model."""
         cls = self.get_model_class(model_name)
         if isinstance(cfg, Mapping):
             cfg = self.config_from_dict(model_name, cfg)
@@ -158,8 +173,7 @@ class Registry:
         else:
             cfg.validate()
         model = cls(cfg, src_dict, tgt_dict)
-        if cfg.init_scale > 0:
-            init_uniform_(model, cfg.init_scale)
+        initialize_(model, cfg)
         return model
 
 
@@ -179,4 +193,5 @@ config_from_dict = REGISTRY.config_from_dict
 list_archs = REGISTRY.list_archs
 list_models = REGISTRY.list_models
 arch_description = REGISTRY.arch_description
+train_defaults = REGISTRY.train_defaults
 get_model_class = REGISTRY.get_model_class

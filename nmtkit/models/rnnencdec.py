@@ -3,8 +3,19 @@
 A stacked LSTM or GRU encoder reads the (optionally reversed) source; its final state of
 every layer initialises a decoder of the same shape, which then generates with no further
 access to the source, except that with ``feed_context`` the encoder's final top-layer state
-``c`` is concatenated to every decoder input (Cho et al.'s fixed summary vector, the setup of
-Bahdanau et al.'s RNNencdec baseline).  The softmax reads the top decoder state.
+``c`` is concatenated to every decoder input (Cho et al.'s fixed summary vector).  The softmax
+reads the top decoder state.
+
+Bahdanau et al.'s RNNencdec baseline (``rnnencdec_50``) adds, with ``bahdanau_decoder``:
+
+* an initial decoder state ``s_0 = tanh(W_s c)`` (one projection per layer) instead of the
+  encoder's final states;
+* the maxout deep output of RNNsearch with the fixed summary in place of ``c_i``:
+  ``t~_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c``, ``t_i = maxout(t~_i)``, logits ``= W_o t_i``;
+  ``s_i = RNN([E y_{i-1}; c], s_{i-1})``.
+
+Every decoder input is known in advance, so training runs the decoder RNN over all steps at
+once, and ``s_{i-1}`` is the top output shifted by one step with ``s_0`` in front.
 """
 from __future__ import annotations
 
@@ -21,7 +32,9 @@ from nmtkit.models.common import (
     batch_first,
     layers_first,
     lengths_to_mask,
+    require,
     require_choice,
+    tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.registry import register_model
@@ -35,10 +48,20 @@ class RNNEncDecConfig(BaseConfig):
     cell: str = "lstm"
     #: Concatenate the encoder summary to the decoder input at every step.
     feed_context: bool = False
+    #: Bahdanau et al.'s RNNencdec decoder: s_0 = tanh(W_s c) and a maxout deep output
+    #: reading s_{i-1}, E y_{i-1} and c (implies feed_context).
+    bahdanau_decoder: bool = False
+    #: Units after maxout (l in the paper), with ``bahdanau_decoder``.
+    maxout_size: int = 500
 
     def validate(self) -> None:
         super().validate()
         require_choice("cell", self.cell, ("lstm", "gru"))
+        require(self.maxout_size >= 1, f"maxout_size must be >= 1, got {self.maxout_size}")
+        require(
+            not self.bahdanau_decoder or self.cell == "gru",
+            "bahdanau_decoder is Bahdanau et al.'s GRU decoder; use cell gru",
+        )
 
 
 @register_model("rnnencdec")
@@ -52,58 +75,85 @@ class RNNEncDecModel(Seq2SeqModel):
         super().__init__(cfg, src_dict, tgt_dict)
         h = cfg.hidden_size
         self.is_lstm = cfg.cell == "lstm"
+        self.bahdanau = cfg.bahdanau_decoder
+        self.feed_context = cfg.feed_context or self.bahdanau
         self.encoder = RNNEncoder(
             len(src_dict), cfg.embed_dim, h, cfg.layers, cell=cfg.cell,
-            dropout=cfg.dropout, reverse_source=cfg.source_reversal,
+            dropout=cfg.dropout_rate("embed"), reverse_source=cfg.source_reversal,
+            layer_dropout=cfg.dropout_rate("hidden"),
         )
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         rnn_cls = nn.LSTM if self.is_lstm else nn.GRU
         self.decoder = rnn_cls(
-            cfg.embed_dim + (h if cfg.feed_context else 0), h, num_layers=cfg.layers,
-            batch_first=True, dropout=cfg.dropout if cfg.layers > 1 else 0.0,
+            cfg.embed_dim + (h if self.feed_context else 0), h, num_layers=cfg.layers,
+            batch_first=True, dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
-        self.dropout = nn.Dropout(cfg.dropout)
-        self.output_projection = nn.Linear(h, len(tgt_dict))
+        self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
+        self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
+        if self.bahdanau:
+            self.W_s = nn.Linear(h, cfg.layers * h)
+            self.deep_output = nn.Linear(h + cfg.embed_dim + h, 2 * cfg.maxout_size)
+            self.output_projection = nn.Linear(cfg.maxout_size, len(tgt_dict))
+        else:
+            self.output_projection = nn.Linear(h, len(tgt_dict))
+        tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
         enc = self.encoder(src_tokens, src_lengths)
         extra = {"h0": batch_first(enc.h_n)}
         if enc.c_n is not None:
             extra["c0"] = batch_first(enc.c_n)
-        if self.cfg.feed_context:
+        if self.feed_context:
             extra["context"] = enc.h_n[-1]
         mask = lengths_to_mask(src_lengths, src_tokens.size(1))
         return EncoderOutput(states=enc.outputs, mask=mask, extra=extra)
 
     def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
+        if self.bahdanau:
+            summary = enc.extra["context"]
+            s0 = torch.tanh(self.W_s(summary)).view(summary.size(0), self.cfg.layers, self.cfg.hidden_size)
+            return {"h": s0}
         state = {"h": enc.extra["h0"]}
         if self.is_lstm:
             state["c"] = enc.extra["c0"]
         return state
 
     def _run(self, emb: Tensor, state: DecoderState, enc: EncoderOutput) -> tuple[Tensor, DecoderState]:
-        """Embedded tokens ``[B, T, E]`` -> (top states ``[B, T, H]``, state after them).
-        Every input is known in advance, so forward runs all steps in one RNN call."""
-        if self.cfg.feed_context:
+        """Embedded tokens ``[B, T, E]`` (dropout applied) -> (top states ``[B, T, H]``, state
+        after them).  Every input is known in advance, so forward runs all steps in one RNN call."""
+        if self.feed_context:
             ctx = enc.extra["context"].unsqueeze(1).expand(-1, emb.size(1), -1)
             emb = torch.cat([emb, ctx], dim=-1)
-        x = self.dropout(emb)
         if self.is_lstm:
-            top, (h, c) = self.decoder(x, (layers_first(state["h"]), layers_first(state["c"])))
+            top, (h, c) = self.decoder(emb, (layers_first(state["h"]), layers_first(state["c"])))
             return top, {"h": batch_first(h), "c": batch_first(c)}
-        top, h = self.decoder(x, layers_first(state["h"]))
+        top, h = self.decoder(emb, layers_first(state["h"]))
         return top, {"h": batch_first(h)}
+
+    def _logits(self, prev_top: Tensor, top: Tensor, emb: Tensor, enc: EncoderOutput) -> Tensor:
+        """Output layer for ``[B, T, *]`` steps: the top state (plain), or Bahdanau's maxout
+        over ``s_{i-1}`` (``prev_top``), ``E y_{i-1}`` and the summary."""
+        if not self.bahdanau:
+            return self.output_projection(self.output_dropout(top))
+        ctx = enc.extra["context"].unsqueeze(1).expand(-1, emb.size(1), -1)
+        t_pre = self.deep_output(torch.cat([prev_top, emb, ctx], dim=-1))
+        t = t_pre.view(*t_pre.shape[:-1], -1, 2).max(dim=-1).values
+        return self.output_projection(self.output_dropout(t))
 
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
-        top, new_state = self._run(self.tgt_embed(prev_tokens).unsqueeze(1), state, enc)
-        logits = self.output_projection(self.dropout(top.squeeze(1)))
+        emb = self.embed_dropout(self.tgt_embed(prev_tokens).unsqueeze(1))
+        top, new_state = self._run(emb, state, enc)
+        logits = self._logits(state["h"][:, -1:], top, emb, enc).squeeze(1)
         return torch.log_softmax(logits, dim=-1), None, new_state
 
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
-        top, _ = self._run(self.tgt_embed(prev_output_tokens), self.init_decoder_state(enc), enc)
-        return self.output_projection(self.dropout(top)), None
+        state = self.init_decoder_state(enc)
+        emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
+        top, _ = self._run(emb, state, enc)
+        prev_top = torch.cat([state["h"][:, -1:], top[:, :-1]], dim=1) if self.bahdanau else top
+        return self._logits(prev_top, top, emb, enc), None

@@ -9,8 +9,8 @@ GRU decoder with a maxout deep output.
   ``t_i = maxout(t~_i)`` with pool size 2 (``maxout_size`` units), logits ``= W_o t_i``;
   then ``s_i = GRU([E y_{i-1}; c_i], s_{i-1})`` for the next step (appendix A.2.2).
 
-Dropout (off in the paper's preset) applies to the embeddings, between stacked layers and to
-``t_i`` before the output layer.
+Dropout (off in the paper's preset) applies to the embeddings (``dropout_embed``), between
+stacked layers (``dropout_hidden``) and to ``t_i`` before the output layer (``dropout_output``).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
-from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step
+from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.registry import register_model
 
@@ -58,18 +58,21 @@ class RNNSearchModel(Seq2SeqModel):
         h = cfg.hidden_size
         self.encoder = RNNEncoder(
             len(src_dict), cfg.embed_dim, h, cfg.layers, cell="gru", bidirectional=True,
-            dropout=cfg.dropout, reverse_source=cfg.source_reversal,
+            dropout=cfg.dropout_rate("embed"), reverse_source=cfg.source_reversal,
+            layer_dropout=cfg.dropout_rate("hidden"),
         )
         self.W_s = nn.Linear(h, cfg.layers * h)
         self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         self.decoder = nn.GRU(
             cfg.embed_dim + 2 * h, h, num_layers=cfg.layers, batch_first=True,
-            dropout=cfg.dropout if cfg.layers > 1 else 0.0,
+            dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
         self.deep_output = nn.Linear(h + cfg.embed_dim + 2 * h, 2 * cfg.maxout_size)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
+        self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
         self.output_projection = nn.Linear(cfg.maxout_size, len(tgt_dict))
+        tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
         enc = self.encoder(src_tokens, src_lengths)
@@ -104,8 +107,8 @@ class RNNSearchModel(Seq2SeqModel):
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
-        t, weights, new_state = self._step(self.dropout(self.tgt_embed(prev_tokens)), state, enc)
-        logits = self.output_projection(self.dropout(t))
+        t, weights, new_state = self._step(self.embed_dropout(self.tgt_embed(prev_tokens)), state, enc)
+        logits = self.output_projection(self.output_dropout(t))
         return torch.log_softmax(logits, dim=-1), weights, new_state
 
     def forward(
@@ -113,11 +116,11 @@ class RNNSearchModel(Seq2SeqModel):
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
         state = self.init_decoder_state(enc)
-        emb = self.dropout(self.tgt_embed(prev_output_tokens))
+        emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
         outs, attns = [], []
         for i in range(emb.size(1)):  # c_i depends on s_{i-1}: inherently step by step
             t, weights, state = self._step(emb[:, i], state, enc)
             outs.append(t)
             attns.append(weights)
-        logits = self.output_projection(self.dropout(torch.stack(outs, dim=1)))
+        logits = self.output_projection(self.output_dropout(torch.stack(outs, dim=1)))
         return logits, torch.stack(attns, dim=1)

@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, str] = {
     "translate": "nmtkit.cli.translate",
     "score": "nmtkit.cli.score",
     "align": "nmtkit.cli.align",
+    "average": "nmtkit.cli.average",
 }
 
 

@@ -126,11 +126,13 @@ def write_attention_html(path: str | os.PathLike, entries: Sequence[HeatmapEntry
 
 def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
                         train_ppl: Sequence[float] | None = None,
-                        epochs: Sequence[float] | None = None, title: str | None = None) -> None:
-    """Write validation (and optionally training) perplexity per epoch.
+                        epochs: Sequence[float] | None = None, title: str | None = None,
+                        valid_bleu: Sequence[float | None] | None = None) -> None:
+    """Write validation (and optionally training) perplexity per epoch, and validation BLEU
+    on a second y axis when given (``None`` for epochs without it).
 
-    The y axis is logarithmic when perplexity spans a factor of 10 or more, as it does
-    from the first epochs of training to convergence.
+    The perplexity axis is logarithmic when perplexity spans a factor of 10 or more, as it
+    does from the first epochs of training to convergence.
     """
     if not valid_ppl:
         raise ValueError("no validation perplexities to plot")
@@ -155,7 +157,17 @@ def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
     ax.set_xlabel("epoch")
     ax.set_ylabel("perplexity")
     ax.grid(True, alpha=0.3)
-    ax.legend()
+    handles, labels = ax.get_legend_handles_labels()
+    if valid_bleu is not None:
+        if len(valid_bleu) != len(xs):
+            raise ValueError(f"{len(xs)} epochs but {len(valid_bleu)} BLEU scores")
+        ax2 = ax.twinx()
+        ys = [math.nan if b is None else float(b) for b in valid_bleu]
+        ax2.plot(xs, ys, marker="^", color="tab:green", label="validation BLEU")
+        ax2.set_ylabel("BLEU")
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.legend(handles, labels, loc="center right")
     if title:
         ax.set_title(title)
     _save_png(fig, path)

@@ -5,14 +5,16 @@ import sys
 
 import click
 
-from nmtkit.cli.common import console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 
 PROG = "nmtkit-train"
 
 #: Model options with their own flag (any other option: --model-opt KEY=VALUE).
 MODEL_FLAGS = ("embed_dim", "hidden_size", "layers", "dropout", "attention", "score", "input_feeding",
-               "source_reversal", "window", "init_scale", "cell", "maxout_size", "attention_dim")
+               "source_reversal", "window", "init_scale", "cell", "maxout_size", "attention_dim",
+               "encoder_bidirectional", "share_decoder_input_output_embed", "share_all_embeddings",
+               "dropout_embed", "dropout_hidden", "dropout_output", "init")
 
 
 def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -49,64 +51,78 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
     return out
 
 
-@click.command("train", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.command("train", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("data", type=click.Path())
 @click.option("--list-archs", is_flag=True, expose_value=False, is_eager=True, callback=list_archs_and_exit, help="Print every preset with its settings and exit.")
 @click.option("--arch", "-a", default="luong_tiny", show_default=True, help="Architecture preset (see --list-archs).")
 @click.option("--save-dir", default="checkpoints", show_default=True, type=click.Path(file_okay=False))
-@click.option("--max-tokens", type=int, help="Batch by padded token budget.")
-@click.option("--batch-size", type=int, help="Batch by number of sentences (the papers use 128 or 80).")
-@click.option("--max-epoch", default=10, show_default=True, help="Stop after this many epochs (0: no limit).")
-@click.option("--max-update", default=0, show_default=True, help="Stop after this many updates (0: no limit).")
-@click.option("--stop-time-hours", default=0.0, show_default=True, help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
-@click.option("--seed", default=1, show_default=True)
-@click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), default="adam", show_default=True)
-@click.option("--lr", type=float, help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
-@click.option("--lr-schedule", type=click.Choice(["fixed", "halving", "plateau"]), default="fixed", show_default=True,
-              help="halving: Luong et al.'s halve-every-epoch after --halve-after; plateau: shrink when valid loss stalls.")
-@click.option("--halve-after", default=5, show_default=True, help="Epoch K after which the lr halves every epoch.")
-@click.option("--lr-shrink", default=0.5, show_default=True)
-@click.option("--plateau-patience", default=0, show_default=True)
-@click.option("--min-lr", default=0.0, show_default=True)
-@click.option("--clip-norm", default=5.0, show_default=True, help="Gradient-norm clipping (0: off).")
-@click.option("--label-smoothing", default=0.0, show_default=True)
-@click.option("--patience", default=0, show_default=True, help="Early stopping: epochs without validation improvement (0: off).")
-@click.option("--validate-interval-updates", default=0, show_default=True, help="Also validate every N updates.")
-@click.option("--save-interval-updates", default=0, show_default=True, help="Also write checkpoint_last.pt every N updates.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Batch by padded token budget.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Batch by number of sentences (the papers use 128 or 80).")
+@click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")
+@click.option("--max-update", default=0, show_default=True, type=click.IntRange(min=0), help="Stop after this many updates (0: no limit).")
+@click.option("--stop-time-hours", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
+@click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0))
+@click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), help="[adam; the paper presets: theirs]")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
+@click.option("--lr-schedule", type=click.Choice(["fixed", "halving", "plateau"]),
+              help="[fixed] halving: Luong et al.'s halve-every-epoch after --halve-after; plateau: shrink when the --best-checkpoint-metric stalls.")
+@click.option("--halve-after", type=click.IntRange(min=0), help="[5] Epoch K after which the lr halves every epoch.")
+@click.option("--lr-shrink", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True))
+@click.option("--plateau-patience", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--clip-norm", type=click.FloatRange(min=0), help="[5; Bahdanau presets 1] Gradient-norm clipping (0: off).")
+@click.option("--loss-norm", type=click.Choice(["token", "sentence"]), help="[token; paper presets sentence] Average the loss over target tokens, or sum it per sentence and average over sentences (the papers).")
+@click.option("--update-freq", default=1, show_default=True, type=click.IntRange(min=1), help="Accumulate gradients over N batches per update.")
+@click.option("--eval-bleu", is_flag=True, help="After each validation, translate the valid split and log cased detokenized BLEU.")
+@click.option("--eval-bleu-beam", default=5, show_default=True, type=click.IntRange(min=1))
+@click.option("--eval-bleu-max-sentences", default=0, show_default=True, type=click.IntRange(min=0), help="Translate only the first N valid sentences (0: all).")
+@click.option("--best-checkpoint-metric", type=click.Choice(["loss", "bleu"]), default="loss", show_default=True, help="What checkpoint_best.pt, --patience and the plateau schedule follow (bleu needs --eval-bleu).")
+@click.option("--keep-last", default=0, show_default=True, type=click.IntRange(min=0), help="Keep only the last N checkpoint{epoch}.pt files (0: all).")
+@click.option("--label-smoothing", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True))
+@click.option("--patience", default=0, show_default=True, type=click.IntRange(min=0), help="Early stopping: epochs without validation improvement (0: off).")
+@click.option("--validate-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also validate every N updates.")
+@click.option("--save-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also write checkpoint_last.pt every N updates.")
 @click.option("--no-epoch-checkpoints", is_flag=True, help="Do not keep checkpoint{epoch}.pt files.")
-@click.option("--log-interval", default=50, show_default=True)
+@click.option("--log-interval", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--train-subset", default="train", show_default=True)
 @click.option("--valid-subset", default="valid", show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda[:N] (auto takes a GPU when present).")
 @click.option("--amp", type=click.Choice(["auto", "none", "bf16", "fp16"]), default="auto", show_default=True, help="Mixed precision on GPU.")
-@click.option("--threads", default=0, show_default=True, help="CPU threads (0: torch default).")
+@click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
-@click.option("--embed-dim", type=int)
-@click.option("--hidden-size", type=int)
-@click.option("--layers", type=int)
-@click.option("--dropout", type=float)
+@click.option("--embed-dim", type=click.IntRange(min=1))
+@click.option("--hidden-size", type=click.IntRange(min=1))
+@click.option("--layers", type=click.IntRange(min=1))
+@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True))
 @click.option("--attention", type=str, help="luong: none|global|local-m|local-p")
 @click.option("--score", type=str, help="luong: dot|general|concat|location")
 @click.option("--input-feeding/--no-input-feeding", default=None)
 @click.option("--source-reversal/--no-source-reversal", default=None)
-@click.option("--window", type=int, help="Local attention half-width D.")
-@click.option("--init-scale", type=float, help="Uniform init range [-x, x] (0: torch default).")
+@click.option("--window", type=click.IntRange(min=1), help="Local attention half-width D.")
+@click.option("--init-scale", type=click.FloatRange(min=0), help="Uniform init range [-x, x] (0: torch default).")
 @click.option("--cell", type=str, help="rnnencdec: lstm|gru")
-@click.option("--maxout-size", type=int)
-@click.option("--attention-dim", type=int)
+@click.option("--maxout-size", type=click.IntRange(min=1))
+@click.option("--attention-dim", type=click.IntRange(min=1))
+@click.option("--encoder-bidirectional/--no-encoder-bidirectional", default=None, help="luong: bidirectional encoder with a learned bridge.")
+@click.option("--share-decoder-input-output-embed", is_flag=True, default=None, help="Tie the output layer to the target embeddings.")
+@click.option("--share-all-embeddings", is_flag=True, default=None, help="One embedding matrix for source, target and output (joined dictionary).")
+@click.option("--dropout-embed", type=click.FloatRange(0, 1, max_open=True), help="Dropout on embeddings (default: --dropout).")
+@click.option("--dropout-hidden", type=click.FloatRange(0, 1, max_open=True), help="Dropout between stacked layers (default: --dropout).")
+@click.option("--dropout-output", type=click.FloatRange(0, 1, max_open=True), help="Dropout before the output layer (default: --dropout).")
+@click.option("--init", type=click.Choice(["uniform", "bahdanau"]), help="uniform: U(-init_scale, init_scale); bahdanau: appendix B.1 of Bahdanau et al.")
 @click.option("--model-opt", multiple=True, help="Any other model option, KEY=VALUE (repeatable).")
 @handle_errors(PROG)
 def command(data: str, **kw) -> None:  # noqa: ANN003
     """Train a model on DATA (a directory written by nmtkit-preprocess)."""
     from nmtkit.train import distributed as distmod
-    from nmtkit.train.trainer import StopTraining, Trainer, TrainOptions
+    from nmtkit.train.trainer import StopTraining, Trainer, resolve_train_options
 
     overrides = {k: kw.pop(k) for k in MODEL_FLAGS}
     overrides.update(parse_model_opts(kw.pop("model_opt")))
     kw["keep_epoch_checkpoints"] = not kw.pop("no_epoch_checkpoints")
     if kw["max_tokens"] is None and kw["batch_size"] is None:
         kw["max_tokens"] = 4000
-    opt = TrainOptions(data=data, **kw)
+    opt = resolve_train_options(data, kw)
     dist = distmod.init_distributed("cuda" if opt.device.startswith("cuda") or (opt.device == "auto" and _cuda()) else "cpu")
     try:
         trainer = Trainer(opt, overrides, console, dist)

@@ -26,6 +26,7 @@ from nmtkit.train import distributed as distmod
 from nmtkit.train.checkpoint import load_checkpoint, model_payload, save_checkpoint
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import LRSchedule, build_optimizer
+from nmtkit.utils.textio import ensure_dir, output_error
 
 
 @dataclass
@@ -61,6 +62,51 @@ class TrainOptions:
     amp: str = "auto"  # auto|none|bf16|fp16
     threads: int = 0
     no_progress: bool = False
+    #: Accumulate the gradients of this many batches per update.
+    update_freq: int = 1
+    #: token: the loss is averaged over target tokens; sentence: summed over each sentence and
+    #: averaged over sentences (both papers; their clipping thresholds assume it).
+    loss_norm: str = "token"
+    #: Translate the valid split after each validation and log cased detokenized BLEU.
+    eval_bleu: bool = False
+    eval_bleu_beam: int = 5
+    eval_bleu_max_sentences: int = 0  # 0: the whole split
+    #: loss | bleu: what checkpoint_best.pt, --patience and the plateau schedule follow.
+    best_checkpoint_metric: str = "loss"
+    #: Keep only the last N checkpoint{epoch}.pt files (0: keep all).
+    keep_last: int = 0
+
+    def validate(self) -> None:
+        """One-line errors for option combinations no single click type can check."""
+        if self.loss_norm not in LOSS_NORMS:
+            raise NmtkitError(f"--loss-norm must be one of {', '.join(LOSS_NORMS)}, got {self.loss_norm!r}")
+        if self.best_checkpoint_metric not in BEST_METRICS:
+            raise NmtkitError(f"--best-checkpoint-metric must be one of {', '.join(BEST_METRICS)}, got {self.best_checkpoint_metric!r}")
+        if self.best_checkpoint_metric == "bleu" and not self.eval_bleu:
+            raise NmtkitError("--best-checkpoint-metric bleu needs --eval-bleu")
+
+
+LOSS_NORMS = ("token", "sentence")
+BEST_METRICS = ("loss", "bleu")
+#: Training options a preset may set (``register_arch(..., train_defaults=...)``).
+PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_norm", "loss_norm")
+
+
+def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
+    """Command-line values -> :class:`TrainOptions`.  Options left unset (None) among
+    :data:`PRESET_TRAIN_OPTIONS` take the preset's training default (the papers' optimiser,
+    clipping, loss normalisation), else the :class:`TrainOptions` default."""
+    from nmtkit.models import registry
+
+    values = dict(given)
+    preset = registry.train_defaults(values.get("arch") or TrainOptions.arch)
+    defaults = TrainOptions(data=data)
+    for name in PRESET_TRAIN_OPTIONS:
+        if values.get(name) is None:
+            values[name] = preset.get(name, getattr(defaults, name))
+    opt = TrainOptions(data=data, **values)
+    opt.validate()
+    return opt
 
 
 @dataclass
@@ -71,7 +117,8 @@ class TrainState:
     batches_done: int = 0  # batches of ``epoch`` already trained on
     update: int = 0
     best_valid_loss: Optional[float] = None
-    bad_epochs: int = 0  # epochs without improvement (early stopping)
+    best_valid_bleu: Optional[float] = None
+    bad_epochs: int = 0  # epochs without improvement of the best-checkpoint metric (early stopping)
     epoch_nll: float = 0.0  # training NLL summed over the current epoch so far
     epoch_tokens: float = 0.0
     finished_epochs: list[dict] = field(default_factory=list)  # validation history
@@ -128,7 +175,8 @@ class Trainer:
         self.save_dir = Path(opt.save_dir)
         self.data = DataDir(opt.data)
         self.train_set = self.data.load_split(opt.train_subset)
-        self.valid_set: Optional[ParallelDataset] = self.data.load_split(opt.valid_subset) if opt.valid_subset in self.data.splits() else None
+        valid_split = self.data.validation_split(opt.valid_subset)  # an unknown name is an error
+        self.valid_set: Optional[ParallelDataset] = self.data.load_split(valid_split) if valid_split else None
         if opt.max_tokens is None and opt.batch_size is None:
             raise NmtkitError("give --max-tokens or --batch-size")
         self.device = parse_device(opt.device)
@@ -219,8 +267,11 @@ class Trainer:
         if not self.dist.is_main:
             return
         record = {"time": round(time.time(), 3), **record}
-        with open(self.log_path, "a", encoding="utf-8") as fh:  # appended, never overwritten
-            fh.write(json.dumps(record) + "\n")
+        try:
+            with open(self.log_path, "a", encoding="utf-8") as fh:  # appended, never overwritten
+                fh.write(json.dumps(record) + "\n")
+        except OSError as exc:  # a full disk: one line naming the log, not a traceback
+            raise output_error(exc, self.log_path) from exc
 
     # -- one update -------------------------------------------------------------------------
     def _autocast(self):  # noqa: ANN202
@@ -228,7 +279,11 @@ class Trainer:
             return nullcontext()
         return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
 
-    def train_step(self, indices: list[int]) -> dict:
+    def _backward(self, indices: list[int], sync: bool) -> tuple[float, float, float]:
+        """Forward and backward of one batch with the loss *summed* (times the world size,
+        since DistributedDataParallel averages gradients over processes); returns
+        (global NLL sum, global target tokens, sentences).  The gradients are normalised
+        once per update, in :meth:`train_step`, by tokens or sentences of all its batches."""
         local = distmod.shard(indices, self.dist)
         empty = not local
         if empty:  # fewer sentences than processes: take part in the all-reduce with zero loss
@@ -236,16 +291,31 @@ class Trainer:
         batch = collate([self.train_set[i] for i in local], local).to(self.device)
         ntok_global = distmod.all_reduce_sum(0.0 if empty else float(batch.ntokens), self.dist, self.device)
         self.ddp_model.train()
-        with self._autocast():
-            logits, _ = self.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
-        loss, nll = sequence_loss(logits, batch.target, self.opt.label_smoothing)
-        scale = (0.0 if empty else 1.0) * self.dist.world_size / max(ntok_global, 1.0)
-        obj = loss * scale
+        no_sync = getattr(self.ddp_model, "no_sync", None)
+        with (nullcontext() if sync or no_sync is None else no_sync()):
+            with self._autocast():
+                logits, _ = self.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+            loss, nll = sequence_loss(logits, batch.target, self.opt.label_smoothing)
+            obj = loss * ((0.0 if empty else 1.0) * self.dist.world_size)
+            if self.scaler is not None:
+                self.scaler.scale(obj).backward()
+            else:
+                obj.backward()
+        nll_sum = distmod.all_reduce_sum(0.0 if empty else float(nll.detach()), self.dist, self.device)
+        return nll_sum, ntok_global, float(len(indices))
+
+    def train_step(self, group: list[list[int]]) -> dict:
+        """One update from ``group`` (``--update-freq`` batches of sentence indices)."""
+        nll_sum = ntokens = sentences = 0.0
+        for k, indices in enumerate(group):
+            n, t, s = self._backward(indices, sync=k == len(group) - 1)
+            nll_sum, ntokens, sentences = nll_sum + n, ntokens + t, sentences + s
         if self.scaler is not None:
-            self.scaler.scale(obj).backward()
             self.scaler.unscale_(self.optimizer)
-        else:
-            obj.backward()
+        denominator = max(ntokens if self.opt.loss_norm == "token" else sentences, 1.0)
+        for p in self.model.parameters():
+            if p.grad is not None:
+                p.grad.div_(denominator)
         clip = self.opt.clip_norm if self.opt.clip_norm > 0 else float("inf")
         gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
         if self.scaler is not None:
@@ -254,8 +324,7 @@ class Trainer:
         elif math.isfinite(gnorm):
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        nll_sum = distmod.all_reduce_sum(0.0 if empty else float(nll.detach()), self.dist, self.device)
-        return {"nll": nll_sum, "ntokens": ntok_global, "gnorm": gnorm, "sentences": len(indices)}
+        return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences)}
 
     # -- validation -------------------------------------------------------------------------
     @torch.inference_mode()
@@ -294,7 +363,7 @@ class Trainer:
         """Run until --max-epoch, --max-update, early stopping or a signal."""
         opt = self.opt
         if self.dist.is_main:
-            self.save_dir.mkdir(parents=True, exist_ok=True)
+            ensure_dir(self.save_dir)  # "X is a file, not a directory" rather than "File exists"
         previous_handlers = self._install_signal_handlers()
         try:
             return self._train(opt)
@@ -328,9 +397,10 @@ class Trainer:
         batches = make_batches(self.train_set.src_sizes, self.train_set.tgt_sizes, opt.max_tokens, opt.batch_size, seed=opt.seed, epoch=st.epoch)
         display.start_epoch(st.epoch, len(batches), st.batches_done)
         win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0}
-        for k in range(st.batches_done, len(batches)):
-            out = self.train_step(batches[k])
-            st.batches_done = k + 1
+        for k in range(st.batches_done, len(batches), opt.update_freq):
+            group = batches[k : k + opt.update_freq]
+            out = self.train_step(group)
+            st.batches_done = k + len(group)
             st.update += 1
             st.epoch_nll += out["nll"]
             st.epoch_tokens += out["ntokens"]
@@ -345,7 +415,7 @@ class Trainer:
                 "tok_per_s": win["ntokens"] / max(elapsed, 1e-9), "sent_per_s": win["sentences"] / max(elapsed, 1e-9),
             }
             stats["ppl"] = math.exp(min(stats["loss"], 50.0))
-            display.update(stats)
+            display.update(stats, advance=len(group))
             if st.update % opt.log_interval == 0:
                 self.log({"event": "train", **stats})
                 display.log_line(stats)
@@ -374,24 +444,67 @@ class Trainer:
                 raise KeyboardInterrupt(name)
         return True
 
+    def _valid_bleu(self, display: "TrainDisplay") -> Optional[dict]:
+        """``--eval-bleu``: beam-search BLEU on the valid split (see ``nmtkit.train.eval_bleu``)."""
+        if not self.opt.eval_bleu or self.valid_set is None:
+            return None
+        from nmtkit.train.eval_bleu import valid_bleu
+
+        t0 = time.perf_counter()
+        display.message(f"translating {self.valid_set.split} for BLEU (beam {self.opt.eval_bleu_beam})...")
+        r = valid_bleu(self.model, self.valid_set, self.data.pipeline(self.data.tgt_lang), self.device,
+                       beam=self.opt.eval_bleu_beam, max_sentences=self.opt.eval_bleu_max_sentences or None)
+        return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
+                "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}
+
+    def _improved(self, v: Optional[dict]) -> bool:
+        """Update the best loss/BLEU; True when the ``--best-checkpoint-metric`` improved."""
+        st = self.state
+        if not v:
+            return False
+        loss_better = st.best_valid_loss is None or v["valid_loss"] < st.best_valid_loss
+        if loss_better:
+            st.best_valid_loss = v["valid_loss"]
+        bleu = v.get("valid_bleu")
+        bleu_better = bleu is not None and (st.best_valid_bleu is None or bleu > st.best_valid_bleu)
+        if bleu_better:
+            st.best_valid_bleu = bleu
+        return bleu_better if self.opt.best_checkpoint_metric == "bleu" else loss_better
+
+    def _prune_epoch_checkpoints(self) -> None:
+        """``--keep-last N``: delete ``checkpoint{epoch}.pt`` files older than the last N."""
+        if self.opt.keep_last <= 0 or not self.dist.is_main:
+            return
+        numbered = sorted(
+            (int(p.stem[len("checkpoint"):]), p) for p in self.save_dir.glob("checkpoint*.pt")
+            if p.stem[len("checkpoint"):].isdigit()
+        )
+        for _, path in numbered[: -self.opt.keep_last]:
+            path.unlink(missing_ok=True)
+
     def _end_of_epoch(self, display: "TrainDisplay") -> bool:
         """Validate, step the schedule, write checkpoints; True when training should stop."""
         st, opt = self.state, self.opt
         v = self.validate()
-        valid_loss = v["valid_loss"] if v else None
+        if v:
+            v.update(self._valid_bleu(display) or {})
         train_loss = st.epoch_nll / max(st.epoch_tokens, 1.0)
         record = {"epoch": st.epoch, "update": st.update, "lr": self.optimizer.param_groups[0]["lr"],
                   "train_loss": train_loss, "train_ppl": math.exp(min(train_loss, 50.0)), **(v or {})}
         st.finished_epochs.append(record)
         self.log({"event": "valid", **record})
-        improved = valid_loss is not None and (st.best_valid_loss is None or valid_loss < st.best_valid_loss)
+        improved = self._improved(v)
         if improved:
-            st.best_valid_loss, st.bad_epochs = valid_loss, 0
-        elif valid_loss is not None:
+            st.bad_epochs = 0
+        elif v:
             st.bad_epochs += 1
         display.end_epoch(record, improved)
         epoch = st.epoch
-        self.schedule.end_of_epoch(self.optimizer, epoch, valid_loss)
+        # the plateau schedule follows the same metric as checkpoint_best.pt (lower is better)
+        metric = None
+        if v:
+            metric = -v["valid_bleu"] if opt.best_checkpoint_metric == "bleu" else v["valid_loss"]
+        self.schedule.end_of_epoch(self.optimizer, epoch, metric)
         st.epoch += 1
         st.batches_done = 0
         st.epoch_nll = st.epoch_tokens = 0.0
@@ -401,9 +514,10 @@ class Trainer:
         if improved or v is None:
             names.append("checkpoint_best.pt")
         self.save(names)
+        self._prune_epoch_checkpoints()
         self._plot_curve()
         if opt.patience > 0 and st.bad_epochs >= opt.patience:
-            display.message(f"early stopping: validation loss did not improve for {opt.patience} epochs")
+            display.message(f"early stopping: validation {opt.best_checkpoint_metric} did not improve for {opt.patience} epochs")
             self.log({"event": "early_stop", "epoch": epoch})
             return True
         return False
@@ -415,12 +529,14 @@ class Trainer:
 
         hist = [r for r in self.state.finished_epochs if "valid_ppl" in r]
         if hist:
+            bleu = [r.get("valid_bleu") for r in hist]
             plot_learning_curve(
                 self.save_dir / "learning_curve.png",
                 [r["valid_ppl"] for r in hist],
                 train_ppl=[r["train_ppl"] for r in hist],
                 epochs=[r["epoch"] for r in hist],
                 title=f"{self.opt.arch} on {self.data.pair}",
+                valid_bleu=bleu if any(b is not None for b in bleu) else None,
             )
 
 
@@ -468,9 +584,9 @@ class TrainDisplay:
             self.progress.remove_task(self.task)
         self.task = self.progress.add_task("train", total=total, completed=done, epoch=epoch, update=0, loss=0.0, ppl=0.0, lr=0.0, gnorm=0.0, tps=0.0)
 
-    def update(self, s: dict) -> None:
+    def update(self, s: dict, advance: int = 1) -> None:
         if self.task is not None:
-            self.progress.update(self.task, advance=1, update=s["update"], loss=s["loss"], ppl=s["ppl"], lr=s["lr"], gnorm=s["gnorm"], tps=s["tok_per_s"])
+            self.progress.update(self.task, advance=advance, update=s["update"], loss=s["loss"], ppl=s["ppl"], lr=s["lr"], gnorm=s["gnorm"], tps=s["tok_per_s"])
 
     def log_line(self, s: dict) -> None:
         if self.enabled and not self.live:
@@ -488,6 +604,7 @@ class TrainDisplay:
             return
         if "valid_loss" in record:
             star = " (best)" if improved else ""
-            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']}, valid loss {record['valid_loss']:.3f}, ppl {record['valid_ppl']:.2f}{star}, lr {record['lr']:.3g}")
+            bleu = f", BLEU {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
+            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']}, valid loss {record['valid_loss']:.3f}, ppl {record['valid_ppl']:.2f}{bleu}{star}, lr {record['lr']:.3g}")
         else:
             self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']} (no validation split)")

@@ -71,3 +71,71 @@ def test_truncated_data(written):
 def test_missing_files(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         IndexedTokens(tmp_path / "nothing")
+
+
+# -- corrupted contents (same file sizes): found when opened, naming file and sentence ------------
+def _patch_idx(prefix, count: int, sizes=None, offsets=None) -> None:
+    """Rewrite sizes and/or offsets in place; the file keeps its length."""
+    p = prefix.with_suffix(".idx")
+    raw = bytearray(p.read_bytes())
+    header = 24
+    if sizes is not None:
+        raw[header : header + 4 * count] = np.asarray(sizes, dtype="<i4").tobytes()
+    if offsets is not None:
+        raw[header + 4 * count :] = np.asarray(offsets, dtype="<i8").tobytes()
+    p.write_bytes(bytes(raw))
+
+
+@pytest.fixture
+def three(tmp_path):
+    write_indexed(tmp_path / "y", [[4, 5, 6], [7], [8, 9]], 10)  # offsets 0 3 4 6
+    return tmp_path / "y"
+
+
+def test_one_corrupted_offset_is_found(three):
+    size = three.with_suffix(".idx").stat().st_size
+    _patch_idx(three, 3, offsets=[0, 3, 27000, 6])
+    assert three.with_suffix(".idx").stat().st_size == size
+    with pytest.raises(InputError, match=r"y\.idx: corrupt index: offsets decrease at sentence 2"):
+        IndexedTokens(three)
+
+
+def test_offsets_that_disagree_with_sizes_are_found(three):
+    _patch_idx(three, 3, offsets=[0, 2, 4, 6])
+    with pytest.raises(InputError, match=r"y\.idx: corrupt index: sentence 0 \(0-based\) has size 3 but its offsets span 2"):
+        IndexedTokens(three)
+    _patch_idx(three, 3, sizes=[3, 1, 5], offsets=[0, 3, 4, 6])
+    with pytest.raises(InputError, match=r"sentence 2 \(0-based\) has size 5"):
+        IndexedTokens(three)
+
+
+def test_first_offset_must_be_zero(three):
+    _patch_idx(three, 3, offsets=[1, 3, 4, 6])
+    with pytest.raises(InputError, match="starts at offset 1, not 0"):
+        IndexedTokens(three)
+
+
+def test_last_offset_must_match_the_bin_size(three):
+    _patch_idx(three, 3, sizes=[3, 1, 3], offsets=[0, 3, 4, 7])
+    with pytest.raises(InputError, match=r"y\.bin: truncated or corrupt data"):
+        IndexedTokens(three)
+
+
+def test_ids_beyond_the_dictionary_are_found(three):
+    IndexedTokens(three, vocab_size=10)  # fine as written
+    with pytest.raises(InputError, match=r"y\.bin: corrupt data: sentence 2 \(0-based\) holds token id 9, but the dictionary has 9 entries"):
+        IndexedTokens(three, vocab_size=9)
+    raw = bytearray(three.with_suffix(".bin").read_bytes())
+    raw[6:8] = np.asarray([60000], dtype="<u2").tobytes()  # sentence 1's only id
+    three.with_suffix(".bin").write_bytes(bytes(raw))
+    with pytest.raises(InputError, match="sentence 1 .* token id 60000"):
+        IndexedTokens(three, vocab_size=10)
+
+
+def test_negative_int32_ids_are_found(tmp_path):
+    write_indexed(tmp_path / "z", [[1], [70000, 2]], 70001)
+    raw = bytearray((tmp_path / "z.bin").read_bytes())
+    raw[8:12] = np.asarray([-5], dtype="<i4").tobytes()
+    (tmp_path / "z.bin").write_bytes(bytes(raw))
+    with pytest.raises(InputError, match="sentence 1 .* token id -5"):
+        IndexedTokens(tmp_path / "z", vocab_size=70001)

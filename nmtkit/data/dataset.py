@@ -79,6 +79,22 @@ class DataDir:
     def split_prefix(self, split: str, lang: str) -> Path:
         return self.path / f"{split}.{self.pair}.{lang}"
 
+    def validation_split(self, name: str) -> Optional[str]:
+        """The split ``--valid-subset name`` means, or None for training without validation.
+
+        A name that is not a split is an error listing the splits: silently skipping
+        validation would also turn off early stopping and checkpoint_best.pt.  Only the
+        default ``valid`` may be missing (data preprocessed without ``--validpref``), and
+        ``none`` turns validation off on purpose.
+        """
+        if name in self.splits():
+            return name
+        if name.lower() == "none" or (name == "valid" and not any(s.startswith("valid") for s in self.splits())):
+            return None
+        known = ", ".join(self.splits()) or "none"
+        raise NmtkitError(f"--valid-subset {name}: {self.path} has no such split (available: {known}; "
+                          "or 'none' to train without validation)")
+
     def load_split(self, split: str) -> "ParallelDataset":
         if split not in self.meta.get("splits", {}):
             known = ", ".join(self.splits()) or "none"
@@ -92,8 +108,9 @@ class ParallelDataset:
     def __init__(self, data: DataDir, split: str) -> None:
         self.data = data
         self.split = split
-        self.src = IndexedTokens(data.split_prefix(split, data.src_lang))
-        self.tgt = IndexedTokens(data.split_prefix(split, data.tgt_lang))
+        # ids are checked against the dictionaries here, once, not found out of range mid-epoch
+        self.src = IndexedTokens(data.split_prefix(split, data.src_lang), vocab_size=len(data.src_dict))
+        self.tgt = IndexedTokens(data.split_prefix(split, data.tgt_lang), vocab_size=len(data.tgt_dict))
         if len(self.src) != len(self.tgt):
             raise NmtkitError(f"{data.path}: split {split} has {len(self.src)} source and {len(self.tgt)} target sentences")
         self.src_sizes = self.src.sizes + 1  # + </s>

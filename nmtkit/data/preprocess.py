@@ -10,7 +10,6 @@ import io
 import json
 import multiprocessing as mp
 import shutil
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Optional
 
 from nmtkit import __version__
 from nmtkit.data.dataset import META_FORMAT_VERSION
-from nmtkit.data.dictionary import UNK_ID, Dictionary
+from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import InputError, NmtkitError
@@ -140,6 +139,9 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raise InputError(opt.bpe_codes, None, "no such BPE codes file")
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
+    for given in (opt.srcdict, opt.tgtdict):
+        if given:
+            _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
     pipes = {lang: TextPipeline(lang=lang, tokenizer=opt.tokenizer, lowercase=opt.lowercase) for lang in (src, tgt)}
 
     # 1. read every split first so that all input errors surface before any heavy work
@@ -262,10 +264,11 @@ def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out
     from subword_nmt.learn_bpe import learn_bpe
 
     def learn(counter: Counter, codes_name: str) -> str:
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".vocab", delete=False) as vf:
+        # inside the output's temporary directory: removed with it on failure, errors name DESTDIR
+        vocab_path = out / f"{codes_name}.vocab"
+        with open(vocab_path, "w", encoding="utf-8") as vf:
             for w, c in sorted(counter.items(), key=lambda x: (-x[1], x[0])):
                 vf.write(f"{w} {c}\n")
-            vocab_path = vf.name
         with open(vocab_path, encoding="utf-8") as fin, open(out / codes_name, "w", encoding="utf-8") as fout:
             with contextlib.redirect_stderr(io.StringIO()):  # subword-nmt's own tqdm bar and chatter
                 learn_bpe(fin, fout, opt.bpe_merges, min_frequency=2, is_dict=True)
@@ -283,26 +286,44 @@ def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out
     return {src: learn(counts[src], f"bpe.codes.{src}"), tgt: learn(counts[tgt], f"bpe.codes.{tgt}")}
 
 
+def _load_dictionary(path: str) -> Dictionary:
+    """A ``--srcdict``/``--tgtdict`` file; one without entries is refused (all ids would be <unk>)."""
+    d = Dictionary.load(path)
+    if len(d) == len(SPECIALS):
+        raise InputError(path, None, "dictionary has no entries: every token would become <unk>")
+    return d
+
+
+def _require_entries(d: Dictionary, lang: str, threshold: int, nwords: int) -> Dictionary:
+    """A built dictionary must keep at least one token (say which options emptied it)."""
+    if len(d) == len(SPECIALS):
+        raise NmtkitError(f"the {lang} dictionary would be empty (every token <unk>): "
+                          f"check the threshold ({threshold}) and nwords ({nwords}) options")
+    return d
+
+
 def _build_dictionaries(train_pieces, opt: PreprocessOptions) -> tuple[Dictionary, Dictionary]:  # noqa: ANN001
     if opt.joined_dictionary:
         if opt.srcdict or opt.tgtdict:
-            d = Dictionary.load(opt.srcdict or opt.tgtdict)
+            d = _load_dictionary(opt.srcdict or opt.tgtdict)
         else:
             c: Counter = Counter()
             for side in train_pieces:
                 for toks in side:
                     c.update(toks)
-            d = Dictionary.build(c, threshold=max(opt.thresholdsrc, opt.thresholdtgt), nwords=max(opt.nwordssrc, opt.nwordstgt))
+            thr, nw = max(opt.thresholdsrc, opt.thresholdtgt), max(opt.nwordssrc, opt.nwordstgt)
+            d = _require_entries(Dictionary.build(c, threshold=thr, nwords=nw), "joined", thr, nw)
         return d, d
     dicts = []
     for k, (given, thr, nw) in enumerate(((opt.srcdict, opt.thresholdsrc, opt.nwordssrc), (opt.tgtdict, opt.thresholdtgt, opt.nwordstgt))):
         if given:
-            dicts.append(Dictionary.load(given))
+            dicts.append(_load_dictionary(given))
         else:
             if train_pieces is None:
                 raise NmtkitError("--trainpref is required to build a dictionary")
             c = Counter()
             for toks in train_pieces[k]:
                 c.update(toks)
-            dicts.append(Dictionary.build(c, threshold=thr, nwords=nw))
+            lang = opt.source_lang if k == 0 else opt.target_lang
+            dicts.append(_require_entries(Dictionary.build(c, threshold=thr, nwords=nw), lang, thr, nw))
     return dicts[0], dicts[1]

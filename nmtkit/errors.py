@@ -24,3 +24,16 @@ class InputError(NmtkitError):
             where = self.path if line is None else f"{self.path}:{line}"
             where += ": "
         super().__init__(where + message)
+
+
+class OutputError(NmtkitError):
+    """Writing an output failed (full disk, no permission, a parent that is a file ...).
+
+    Names the path the user asked for, never the temporary file nmtkit was writing to,
+    with the reason (``No space left on device``); the previous file, if any, is intact.
+    """
+
+    def __init__(self, path: str | PathLike, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")

@@ -41,9 +41,10 @@ def test_early_stopping(tiny_parallel, tmp_path):
 
     CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
                                     "--validpref", str(tiny_parallel / "valid"), "--destdir", str(tmp_path / "bin")])
-    # lr 0 never improves the validation loss after the first epoch: patience 2 stops after epoch 3
+    # an lr of 1e-30 (--lr must be > 0) leaves float32 weights unchanged, so the validation loss never
+    # improves after the first epoch: patience 2 stops after epoch 3
     res = CliRunner().invoke(train, [str(tmp_path / "bin"), "--arch", "rnnencdec_tiny", "--save-dir", str(tmp_path / "c"),
-                                     "--batch-size", "3", "--optimizer", "sgd", "--lr", "0", "--patience", "2",
+                                     "--batch-size", "3", "--optimizer", "sgd", "--lr", "1e-30", "--patience", "2",
                                      "--max-epoch", "20", "--no-progress"])
     assert res.exit_code == 0, res.output
     assert "early stopping" in res.output

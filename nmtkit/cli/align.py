@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import console, handle_errors, parse_device
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
 from nmtkit.errors import NmtkitError
 
 PROG = "nmtkit-align"
@@ -157,9 +156,9 @@ def _print_scores(rows: list[tuple[str, Any]]) -> None:
 
 def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) -> None:  # noqa: ANN001
     from nmtkit.evaluate.plots import HeatmapEntry, plot_attention, write_attention_html
+    from nmtkit.utils.textio import ensure_dir
 
-    out = Path(o["plot"])
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(o["plot"])
     entries = []
     for k in ids:
         p, a = prepared[k], aligned[k]
@@ -268,7 +267,7 @@ def run_align(o: dict[str, Any]) -> None:
             }, indent=2))
 
 
-@click.command("align", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.command("align", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.option("--path", required=True, metavar="CKPT[:CKPT...]",
               help="Source->target checkpoint(s); several are ensembled (attention averaged).")
 @click.option("--source", default=None, metavar="FILE", help="Raw source text, one sentence per line (with --target).")

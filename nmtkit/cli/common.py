@@ -1,7 +1,9 @@
-"""What every subcommand shares: one-line errors, the rich console, device choice."""
+"""What every subcommand shares: one-line errors and exit statuses, the rich console, device choice."""
 from __future__ import annotations
 
 import functools
+import io
+import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -17,34 +19,84 @@ if TYPE_CHECKING:
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+#: Exit statuses, the same for every subcommand (documented in the README).
+EXIT_ERROR = 1  # bad input, bad option values found after parsing, failed writes
+EXIT_USAGE = 2  # a command line click cannot parse (unknown option, value out of range)
+EXIT_INTERRUPT = 130  # SIGINT (Ctrl-C): 128 + 2, as a shell reports it
+EXIT_BROKEN_PIPE = 141  # stdout closed by the reader (``| head``): 128 + SIGPIPE, as a shell reports it
+
+
 def fail(prog: str, message: str) -> None:
     """Print ``prog: error: message`` on one line to stderr and exit with status 1."""
     message = " ".join(str(message).split("\n")).strip()
     click.echo(f"{prog}: error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(EXIT_ERROR)
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null so that the final flush at exit cannot fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        pass  # not a real file descriptor (tests capture stdout)
 
 
 def handle_errors(prog: str) -> Callable:
-    """Decorator turning :class:`NmtkitError` (and a few OS errors) into one-line errors."""
+    """Decorator turning errors into one line and a documented exit status, never a traceback.
+
+    :class:`NmtkitError` and any OSError: ``prog: error: ...``, status 1; Ctrl-C: status 130;
+    a reader that closed our stdout: status 141, silently.
+    """
 
     def deco(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
+                sys.stdout.flush()  # a closed pipe shows here, not in Python's shutdown
+                return result
             except NmtkitError as exc:
                 fail(prog, str(exc))
             except BrokenPipeError:
-                sys.stderr.close()
-                sys.exit(1)
+                _stdout_to_devnull()
+                sys.exit(EXIT_BROKEN_PIPE)
+            except KeyboardInterrupt:
+                click.echo(f"{prog}: interrupted", err=True)
+                sys.exit(EXIT_INTERRUPT)
             except OSError as exc:
-                if exc.filename:
-                    fail(prog, f"{exc.filename}: {exc.strerror}")
-                raise
+                reason = exc.strerror or str(exc) or type(exc).__name__
+                fail(prog, f"{exc.filename}: {reason}" if exc.filename else reason)
 
         return wrapper
 
     return deco
+
+
+class OneLineUsageError(click.UsageError):
+    """A click usage error shown as ``prog: error: message`` on one line (exit status 2)."""
+
+    def __init__(self, message: str, prog: str, ctx: click.Context | None = None) -> None:
+        super().__init__(message, ctx)
+        self.prog = prog
+
+    def show(self, file: Any = None) -> None:
+        message = " ".join(self.format_message().split())
+        click.echo(f"{self.prog}: error: {message} (see --help)", file=file, err=file is None)
+
+
+class NmtkitCommand(click.Command):
+    """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
+    click's usage block, so that they read like every other nmtkit error."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), f"nmtkit-{self.name}", exc.ctx) from None
 
 
 def parse_device(name: str) -> "torch.device":

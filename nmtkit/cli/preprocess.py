@@ -7,13 +7,13 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 
 PROG = "nmtkit-preprocess"
 
 
-@click.command("preprocess", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("preprocess", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-s", "--source-lang", required=True, help="Source language suffix, e.g. en.")
 @click.option("-t", "--target-lang", required=True, help="Target language suffix, e.g. de.")
 @click.option("--trainpref", help="Training prefix(es), comma-separated: files PREFIX.{src,tgt}.")
@@ -21,21 +21,21 @@ PROG = "nmtkit-preprocess"
 @click.option("--testpref", help="Test prefix(es), comma-separated (test, test1, ...).")
 @click.option("--destdir", required=True, type=click.Path(file_okay=False), help="Output data directory.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Processes for tokenization/BPE.")
-@click.option("--nwordssrc", default=-1, show_default=True, help="Keep the N most frequent source tokens (-1: all).")
-@click.option("--nwordstgt", default=-1, show_default=True, help="Keep the N most frequent target tokens (-1: all).")
-@click.option("--thresholdsrc", default=0, show_default=True, help="Map source tokens seen fewer times to <unk>.")
-@click.option("--thresholdtgt", default=0, show_default=True, help="Map target tokens seen fewer times to <unk>.")
+@click.option("--nwordssrc", default=-1, show_default=True, type=click.IntRange(min=-1), help="Keep the N most frequent source tokens (-1: all).")
+@click.option("--nwordstgt", default=-1, show_default=True, type=click.IntRange(min=-1), help="Keep the N most frequent target tokens (-1: all).")
+@click.option("--thresholdsrc", default=0, show_default=True, type=click.IntRange(min=0), help="Map source tokens seen fewer times to <unk>.")
+@click.option("--thresholdtgt", default=0, show_default=True, type=click.IntRange(min=0), help="Map target tokens seen fewer times to <unk>.")
 @click.option("--joined-dictionary", is_flag=True, help="One dictionary for both languages.")
 @click.option("--srcdict", type=click.Path(dir_okay=False), help="Reuse this source dictionary.")
 @click.option("--tgtdict", type=click.Path(dir_okay=False), help="Reuse this target dictionary.")
 @click.option("--tokenizer", type=click.Choice(["moses", "none"]), default="none", show_default=True)
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenization.")
 @click.option("--bpe", type=click.Choice(["subword-nmt", "none"]), default="none", show_default=True)
-@click.option("--bpe-merges", default=10000, show_default=True, help="Number of BPE merge operations.")
+@click.option("--bpe-merges", default=10000, show_default=True, type=click.IntRange(min=1), help="Number of BPE merge operations.")
 @click.option("--separate-bpe", is_flag=True, help="Learn one BPE model per language instead of a joint one.")
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these subword-nmt codes (e.g. the reverse direction's bpe.codes) instead of learning new ones.")
-@click.option("--max-len", default=50, show_default=True, help="Drop training pairs with more tokens on either side (0: off).")
-@click.option("--max-len-ratio", default=9.0, show_default=True, help="Drop training pairs whose length ratio exceeds this (0: off).")
+@click.option("--max-len", default=50, show_default=True, type=click.IntRange(min=0), help="Drop training pairs with more tokens on either side (0: off).")
+@click.option("--max-len-ratio", default=9.0, show_default=True, type=click.FloatRange(min=0), help="Drop training pairs whose length ratio exceeds this (0: off).")
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir.")
 @handle_errors(PROG)

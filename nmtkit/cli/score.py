@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import console, handle_errors, parse_device
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, bleu_by_length, parse_edges
 from nmtkit.evaluate.metrics import (
@@ -306,7 +306,7 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
               "src_file", "buckets", "plot", "labels", "paired_bootstrap")
 
 
-@click.command("score", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("score", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--sys", "sys_files", multiple=True, metavar="FILE",
               help="System output, one sentence per line (repeatable; default: stdin).")
 @click.option("--ref", "ref_files", multiple=True, metavar="FILE",

@@ -14,7 +14,7 @@ from typing import IO, Iterator, Optional
 
 import click
 
-from nmtkit.cli.common import console, handle_errors, parse_device
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
 from nmtkit.errors import InputError, NmtkitError
 
 PROG = "nmtkit-translate"
@@ -36,19 +36,19 @@ def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
             return
 
 
-@click.command("translate", context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.command("translate", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.option("--path", required=True, help="Checkpoint(s); several joined by ':' form an ensemble.")
 @click.option("--input", "input_path", type=click.Path(dir_okay=False), help="Read this file instead of stdin.")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 @click.option("--data", type=click.Path(file_okay=False), help="Use this data dir's tokenizer/BPE (its dictionaries must match).")
-@click.option("--beam", default=5, show_default=True, help="Beam size (1: greedy).")
-@click.option("--nbest", default=1, show_default=True, help="Hypotheses per sentence (<= beam).")
+@click.option("--beam", default=5, show_default=True, type=click.IntRange(min=1), help="Beam size (1: greedy).")
+@click.option("--nbest", default=1, show_default=True, type=click.IntRange(min=1), help="Hypotheses per sentence (<= beam).")
 @click.option("--lenpen", default=1.0, show_default=True, help="Length penalty alpha.")
 @click.option("--lenpen-form", type=click.Choice(["fairseq", "gnmt"]), default="fairseq", show_default=True,
               help="fairseq: score/len^a; gnmt: score/((5+len)/6)^a.")
-@click.option("--max-len-a", default=1.5, show_default=True, help="Max output length = a * source length + b.")
-@click.option("--max-len-b", default=10, show_default=True)
-@click.option("--min-len", default=1, show_default=True)
+@click.option("--max-len-a", default=1.5, show_default=True, type=click.FloatRange(min=0), help="Max output length = a * source length + b.")
+@click.option("--max-len-b", default=10, show_default=True, type=click.IntRange(min=0))
+@click.option("--min-len", default=1, show_default=True, type=click.IntRange(min=0))
 @click.option("--unkpen", default=0.0, show_default=True, help="Subtracted from <unk> log-probabilities.")
 @click.option("--replace-unk", is_flag=False, flag_value=COPY, default=None, metavar="[DICT]",
               help="Replace <unk> by the most-attended source word, translated by DICT ('source target' lines) if given, else copied.")
@@ -56,13 +56,13 @@ def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
 @click.option("--alignment-file", type=click.Path(dir_okay=False), help="Write word alignments to this file instead.")
 @click.option("--align-shift", type=click.IntRange(0, 1), default=0, show_default=True, help="Take output word t's alignment from step t+shift.")
 @click.option("--verbose", "-v", is_flag=True, help="fairseq-style S-/H-/D-/P-/A- lines.")
-@click.option("--buffer-size", default=0, help="Lines read before translating [1 on a terminal, else 2000].")
-@click.option("--batch-size", default=64, show_default=True, help="Sentences per batch.")
-@click.option("--max-tokens", type=int, help="Also cap padded source tokens per batch.")
-@click.option("--max-source-len", type=int, help="Truncate longer inputs (with a warning naming the line) [model limit or 400].")
+@click.option("--buffer-size", default=0, type=click.IntRange(min=0), help="Lines read before translating [1 on a terminal, else 2000].")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Sentences per batch.")
+@click.option("--max-tokens", type=click.IntRange(min=1), help="Also cap padded source tokens per batch.")
+@click.option("--max-source-len", type=click.IntRange(min=1), help="Truncate longer inputs (with a warning naming the line) [model limit or 400].")
 @click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda[:N].")
 @click.option("--amp", type=click.Choice(["auto", "none", "bf16", "fp16"]), default="auto", show_default=True)
-@click.option("--threads", default=0, help="CPU threads (0: torch default).")
+@click.option("--threads", default=0, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
 @handle_errors(PROG)
 def command(**kw) -> None:  # noqa: ANN003

@@ -7,7 +7,7 @@ BPE codes inlined), the weights, and (for resuming) the full training state.
 from __future__ import annotations
 
 import os
-import tempfile
+import pickle
 from pathlib import Path
 from typing import Any, Optional
 
@@ -17,23 +17,19 @@ from nmtkit import __version__
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.textio import atomic_write
 
 CHECKPOINT_FORMAT = "nmtkit-checkpoint"
 CHECKPOINT_VERSION = 1
+#: ``torch.save`` writes a zip archive; anything else cannot be an nmtkit checkpoint.
+ZIP_MAGIC = b"PK\x03\x04"
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """``torch.save`` to a temporary file in the same directory, then rename over ``path``."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "nmtkit_version": __version__, **payload}, tmp)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """``torch.save`` through :func:`atomic_write`: a full disk is one error naming ``path``,
+    and the previous checkpoint stays intact."""
+    with atomic_write(path, "wb") as fh:
+        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "nmtkit_version": __version__, **payload}, fh)
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
@@ -41,9 +37,15 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     p = Path(path)
     if not p.is_file():
         raise NmtkitError(f"{p}: no such checkpoint")
+    with open(p, "rb") as fh:
+        magic = fh.read(len(ZIP_MAGIC))
+    if magic != ZIP_MAGIC:  # a PNG, a text file ...: say so, rather than torch's advice on weights_only
+        raise NmtkitError(f"{p} is not an nmtkit checkpoint")
     try:
         ckpt = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises RuntimeError/UnpicklingError/EOFError/... for damaged files
+    except pickle.UnpicklingError:  # a torch file holding objects nmtkit never writes (another toolkit's)
+        raise NmtkitError(f"{p} is not an nmtkit checkpoint") from None
+    except Exception as exc:  # torch raises RuntimeError/EOFError/... for damaged files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NmtkitError(f"{p}: not a readable nmtkit checkpoint (truncated or corrupt? {first})") from None
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:

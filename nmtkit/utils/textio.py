@@ -4,19 +4,22 @@ Why this module exists: Python's ``str.splitlines`` and text-mode files treat ``
 U+2028, U+0085 and friends as line breaks, which silently adds lines to a corpus and
 breaks parallelism.  Everything in nmtkit reads text through here, splitting on ``\\n``
 only, decoding UTF-8 strictly and naming file and line on failure.  Outputs are written
-to a temporary file or directory and renamed into place only on success.
+to a temporary file or directory and renamed into place only on success; they get the usual permissions under the umask, and a
+failed write is an :class:`~nmtkit.errors.OutputError` naming the user's path (never the
+temporary one) with the reason.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
 from typing import BinaryIO, Iterator, TextIO
 
-from nmtkit.errors import InputError
+from nmtkit.errors import InputError, OutputError
 
 
 def decode_line(raw: bytes, path: str, lineno: int) -> str:
@@ -80,21 +83,99 @@ def check_parallel(paths: list[str], counts: list[int]) -> None:
         raise InputError(None, None, f"files are not parallel: {detail}")
 
 
+def _umask() -> int:
+    """The process umask (os offers no getter: set it and put it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def output_mode(target: Path, directory: bool = False) -> int:
+    """Permissions for an output: those of the file it replaces, else the usual ones under the umask.
+
+    Why: mkstemp/mkdtemp create private (0600/0700) files, which would leave a corpus or a
+    checkpoint unreadable to the rest of a group; ``open()`` would have given 0666 & ~umask.
+    """
+    with contextlib.suppress(OSError):
+        st = target.stat()
+        if stat.S_ISDIR(st.st_mode) == directory:
+            return stat.S_IMODE(st.st_mode)
+    return (0o777 if directory else 0o666) & ~_umask()
+
+
+def output_error(exc: OSError, target: str | os.PathLike) -> OutputError:
+    """An OSError met while writing ``target``, as one line naming ``target`` and the reason."""
+    return OutputError(target, exc.strerror or str(exc) or type(exc).__name__)
+
+
+def ensure_dir(directory: str | os.PathLike, for_path: str | os.PathLike | None = None) -> Path:
+    """``mkdir -p directory``, failing with an :class:`OutputError` that says what is wrong.
+
+    A component that is a file gives "``a`` is a file, not a directory" (``mkdir`` itself says
+    only "File exists").  The error names ``for_path`` (the output the user asked for) if given.
+    """
+    d = Path(directory)
+    named = for_path if for_path is not None else d
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        for anc in reversed([d, *d.parents]):
+            if anc.exists() and not anc.is_dir():
+                raise OutputError(named, f"{anc} is a file, not a directory") from None
+        raise output_error(exc, named) from exc
+    return d
+
+
+def _from_write(exc: OSError, tmp: str) -> bool:
+    """Whether an OSError raised while the caller wrote our temporary file came from that file."""
+    return not isinstance(exc, BrokenPipeError) and exc.filename in (None, tmp)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[TextIO]:
-    """Open a temporary file beside ``path`` and rename it over ``path`` only on success."""
+    """Open a temporary file beside ``path`` and rename it over ``path`` only on success.
+
+    The one way nmtkit writes a file.  On any failure the temporary file is removed and the
+    previous ``path`` is left as it was; an OSError of the write itself (full disk, no
+    permission, a parent that is a file) becomes an :class:`OutputError` naming ``path``.
+    The result gets :func:`output_mode` permissions.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    ensure_dir(target.parent, for_path=target)
+    if target.is_dir():
+        raise OutputError(target, "is a directory")
+    file_mode = output_mode(target)
     try:
-        kwargs = {"encoding": encoding, "newline": "\n"} if "b" not in mode else {}
-        with open(tmp, mode, **kwargs) as fh:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise output_error(exc, target) from exc
+    fh = None
+    try:
+        try:
+            os.chmod(tmp, file_mode)
+            kwargs = {"encoding": encoding, "newline": "\n"} if "b" not in mode else {}
+            fh = open(fd, mode, **kwargs)
+        except BaseException:
+            if fh is None:
+                os.close(fd)
+            raise
+        try:
             yield fh
+        except OSError as exc:
+            if _from_write(exc, tmp):
+                raise output_error(exc, target) from exc
+            raise
+        try:
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+            fh.close()
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise output_error(exc, target) from exc
     except BaseException:
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fh.close()  # may fail again flushing its buffer onto the full disk
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
@@ -105,27 +186,54 @@ def atomic_directory(dest: str | os.PathLike, overwrite: bool = False) -> Iterat
     """Build a directory under a temporary name and move it to ``dest`` only on success.
 
     An existing non-empty ``dest`` is refused unless ``overwrite``; with ``overwrite`` the
-    old directory is replaced only after the new one is complete.
+    old directory is replaced only after the new one is complete.  An OSError while filling
+    it becomes an :class:`OutputError` naming the file as it would be under ``dest``.
     """
     target = Path(dest)
     if target.exists() and not target.is_dir():
         raise InputError(str(target), None, "exists and is not a directory")
     if target.is_dir() and any(target.iterdir()) and not overwrite:
         raise InputError(str(target), None, "directory exists and is not empty (use --overwrite to replace it)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    ensure_dir(target.parent, for_path=target)
+    dir_mode = output_mode(target, directory=True)
     try:
-        yield tmp
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private (0700); the result should not be
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.replace(target, old)
-            os.replace(tmp, target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, target)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as exc:
+        raise output_error(exc, target) from exc
+    try:
+        try:
+            yield tmp
+        except OutputError as exc:  # e.g. an atomic_write inside: name the file as under dest
+            rel = _relative(exc.path, tmp)
+            if rel is None:
+                raise
+            raise OutputError(target / rel, exc.reason) from exc
+        except OSError as exc:
+            rel = _relative(exc.filename, tmp) if exc.filename is not None else Path()
+            if isinstance(exc, BrokenPipeError) or rel is None:
+                raise  # not about the directory being written (an input, say)
+            raise output_error(exc, target / rel if rel.parts else target) from exc
+        try:
+            os.chmod(tmp, dir_mode)  # mkdtemp makes it private (0700); the result should not be
+            if target.exists():
+                old = target.with_name(f".{target.name}.old-{os.getpid()}")
+                os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, target)
+        except OSError as exc:
+            raise output_error(exc, target) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _relative(path: str | os.PathLike, directory: Path) -> Path | None:
+    """``path`` relative to ``directory``, or None when it lies outside."""
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(directory))
+    except ValueError:
+        return None

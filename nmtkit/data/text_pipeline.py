@@ -20,10 +20,28 @@ from typing import Optional
 BPE_SEP = "@@"
 _WS = re.compile(r"[ \t]+")
 
+#: Control characters that separate text (line, page and record separators, CR, tabs):
+#: they become a space.  ``\n`` never reaches here (it ends the line).
+_SEPARATORS = "\t\r\v\f\x1c\x1d\x1e\x1f\x85\u2028\u2029"
+#: Every other C0/C1 control character (NUL, ESC, DEL ...) is dropped.
+_CONTROLS = "".join(chr(c) for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if chr(c) not in _SEPARATORS + "\n")
+_NORMALIZE = str.maketrans({**{c: " " for c in _SEPARATORS}, **{c: None for c in _CONTROLS}})
+
+
+def normalize_line(line: str) -> str:
+    """Separator-like control characters -> space, other control characters dropped.
+
+    Why: such characters are never meant as text; kept, they end up in vocabularies and,
+    copied by ``--replace-unk``, in the output, where a ``\\r`` or U+2028 splits one output
+    line into several for any reader using ``str.splitlines``.  Every line enters through
+    :func:`split_words` or :meth:`TextPipeline.tokenize`, which both call this.
+    """
+    return line.translate(_NORMALIZE) if not line.isprintable() else line
+
 
 def split_words(line: str) -> list[str]:
-    """Whitespace words of a line (spaces and tabs only: other Unicode spaces stay inside words)."""
-    return [w for w in _WS.split(line.strip(" \t")) if w]
+    """Whitespace words of a normalized line (spaces only: other Unicode spaces stay inside words)."""
+    return [w for w in _WS.split(normalize_line(line).strip(" ")) if w]
 
 
 def merge_bpe(pieces: list[str]) -> list[str]:
@@ -97,7 +115,8 @@ class TextPipeline:
 
     # -- forward ----------------------------------------------------------------------------
     def tokenize(self, line: str) -> list[str]:
-        """Line -> tokens (tokenizer, then lowercasing)."""
+        """Line -> tokens (control characters normalized, tokenizer, then lowercasing)."""
+        line = normalize_line(line)
         if self.tokenizer == "moses":
             toks = self._moses[0].tokenize(line, escape=False)
         else:

@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 
 from torch import Tensor
 
-from nmtkit.data.text_pipeline import BPE_SEP, merge_bpe, piece_to_token_index
+from nmtkit.data.text_pipeline import BPE_SEP, merge_bpe, normalize_line, piece_to_token_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.textio import iter_lines
 
@@ -75,7 +75,7 @@ def load_lexicon(path: str | os.PathLike) -> dict[str, str]:
     n_lines = 0
     for lineno, line in iter_lines(path):
         n_lines += 1
-        fields = line.split()
+        fields = normalize_line(line).split()  # no control character can reach the output this way either
         score = 0.0
         if len(fields) == 3:
             try:

@@ -3,8 +3,9 @@
 Why this module exists: Python's ``str.splitlines`` and text-mode files treat ``\\r``,
 U+2028, U+0085 and friends as line breaks, which silently adds lines to a corpus and
 breaks parallelism.  Everything in nmtkit reads text through here, splitting on ``\\n``
-only, decoding UTF-8 strictly and naming file and line on failure.  Outputs are written
-to a temporary file or directory and renamed into place only on success; they get the usual permissions under the umask, and a
+only, decoding UTF-8 strictly, dropping a UTF-8 byte-order mark at the start of a file and
+naming file and line on failure.  Outputs are written to a temporary file or directory and
+renamed into place only on success; they get the usual permissions under the umask, and a
 failed write is an :class:`~nmtkit.errors.OutputError` naming the user's path (never the
 temporary one) with the reason.
 """
@@ -22,8 +23,18 @@ from typing import BinaryIO, Iterator, TextIO
 from nmtkit.errors import InputError, OutputError
 
 
+#: The UTF-8 encoding of U+FEFF: Windows editors put it at the start of "UTF-8" files.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def decode_line(raw: bytes, path: str, lineno: int) -> str:
-    """Decode one raw line (without its ``\\n``) as strict UTF-8, or raise naming file:line."""
+    """Decode one raw line (without its ``\\n``) as strict UTF-8, or raise naming file:line.
+
+    A byte-order mark starting line 1 is dropped: it is not text, and kept it would become
+    part of the first word (a ``\\ufeffA`` vocabulary entry, a reference that no longer matches).
+    """
+    if lineno == 1 and raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,0 +1,178 @@
+"""Reading and writing files: BOMs dropped, failed writes named by the user's path with the
+previous file intact and no temporary left, outputs readable by others (umask, not 0600)."""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from nmtkit.errors import InputError, OutputError
+from nmtkit.utils.textio import atomic_directory, atomic_write, ensure_dir, read_lines
+
+
+@pytest.fixture
+def umask_022():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def leftovers(d: Path) -> list[str]:
+    return sorted(p.name for p in d.iterdir() if p.name.startswith("."))
+
+
+# -- BOM ------------------------------------------------------------------------------------
+def test_bom_is_dropped_from_the_first_line_only(tmp_path):
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"\xef\xbb\xbfA b\n\xef\xbb\xbfC\n")
+    assert read_lines(p) == ["A b", "\ufeffC"]  # a BOM later in a file is text, not a mark
+
+
+def test_bom_with_crlf_and_a_bom_only_file(tmp_path):
+    p = tmp_path / "x.txt"
+    p.write_bytes(b"\xef\xbb\xbfA\r\nB\r\n")
+    assert read_lines(p) == ["A", "B"]
+    p.write_bytes(b"\xef\xbb\xbf\n")
+    assert read_lines(p) == [""]
+
+
+# -- permissions ----------------------------------------------------------------------------
+def test_atomic_write_gives_the_usual_permissions(tmp_path, umask_022):
+    with atomic_write(tmp_path / "out.txt") as fh:
+        fh.write("x\n")
+    assert mode(tmp_path / "out.txt") == 0o644
+
+
+def test_atomic_write_follows_the_umask_and_keeps_an_existing_files_mode(tmp_path):
+    old = os.umask(0o077)
+    try:
+        with atomic_write(tmp_path / "private.txt") as fh:
+            fh.write("x\n")
+    finally:
+        os.umask(old)
+    assert mode(tmp_path / "private.txt") == 0o600
+    target = tmp_path / "shared.txt"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    with atomic_write(target) as fh:
+        fh.write("new\n")
+    assert mode(target) == 0o640 and target.read_text() == "new\n"
+
+
+def test_atomic_directory_gives_the_usual_permissions(tmp_path, umask_022):
+    with atomic_directory(tmp_path / "d") as tmp:
+        with atomic_write(tmp / "a.txt") as fh:
+            fh.write("a\n")
+    assert mode(tmp_path / "d") == 0o755 and mode(tmp_path / "d" / "a.txt") == 0o644
+
+
+# -- failed writes ----------------------------------------------------------------------------
+def test_enospc_while_writing_names_the_path_keeps_the_old_file_and_removes_the_temp(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("previous\n")
+    with pytest.raises(OutputError) as info:
+        with atomic_write(target) as fh:
+            fh.write("partial\n")
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert str(info.value) == f"{target}: No space left on device"
+    assert target.read_text() == "previous\n" and leftovers(tmp_path) == []
+
+
+def test_enospc_at_the_final_flush_is_caught_too(tmp_path, monkeypatch):
+    target = tmp_path / "out.bin"
+
+    def full(fd):  # noqa: ANN001
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OutputError, match=r"out\.bin: No space left on device"):
+        with atomic_write(target, "wb") as fh:
+            fh.write(b"data")
+    assert not target.exists() and leftovers(tmp_path) == []
+
+
+def test_an_unrelated_oserror_inside_the_block_is_not_blamed_on_the_output(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        with atomic_write(tmp_path / "out.txt") as fh:
+            fh.write("x")
+            open(tmp_path / "missing-input.txt")  # noqa: SIM115 - an input the caller reads
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_read_only_directory_names_the_users_path_not_the_temporary_one(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        with pytest.raises(OutputError) as info:
+            with atomic_write(ro / "data.txt") as fh:
+                fh.write("x")
+        assert str(info.value) == f"{ro / 'data.txt'}: Permission denied"
+        with pytest.raises(OutputError) as info:
+            with atomic_directory(ro / "data"):
+                pass
+        assert str(info.value) == f"{ro / 'data'}: Permission denied"
+        assert ".tmp" not in str(info.value)
+    finally:
+        ro.chmod(0o755)
+
+
+def test_permission_denied_on_the_temporary_file_names_the_users_path(tmp_path, monkeypatch):
+    """The same as above where the tests run as root: mkstemp fails naming its own path."""
+    import tempfile
+
+    def denied(prefix: str, suffix: str, dir: Path):  # noqa: A002, ANN202
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.path.join(dir, f"{prefix}abc123{suffix}"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    monkeypatch.setattr(tempfile, "mkdtemp", denied)
+    for writer in (atomic_write, atomic_directory):
+        with pytest.raises(OutputError) as info:
+            with writer(tmp_path / "data"):
+                pass
+        assert str(info.value) == f"{tmp_path / 'data'}: Permission denied"
+
+
+def test_a_parent_that_is_a_file_is_named_as_such(tmp_path):
+    (tmp_path / "f").write_text("a file\n")
+    for path in (tmp_path / "f" / "out.txt", tmp_path / "f" / "sub" / "out.txt"):
+        with pytest.raises(OutputError) as info:
+            with atomic_write(path) as fh:
+                fh.write("x")
+        assert str(info.value) == f"{path}: {tmp_path / 'f'} is a file, not a directory"
+    with pytest.raises(OutputError, match="is a file, not a directory"):
+        ensure_dir(tmp_path / "f" / "plots")
+
+
+def test_error_inside_an_atomic_directory_names_the_file_under_dest(tmp_path, monkeypatch):
+    dest = tmp_path / "corpus"
+    with pytest.raises(OutputError) as info:
+        with atomic_directory(dest) as tmp:
+            with atomic_write(tmp / "train.en") as fh:
+                fh.write("x")
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert str(info.value) == f"{dest / 'train.en'}: No space left on device"
+    with pytest.raises(OutputError) as info:
+        with atomic_directory(dest) as tmp:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp / "train.bin"))
+    assert str(info.value) == f"{dest / 'train.bin'}: No space left on device"
+    assert not dest.exists() and leftovers(tmp_path) == []
+
+
+def test_atomic_write_refuses_a_directory_target(tmp_path):
+    with pytest.raises(OutputError, match="is a directory"):
+        with atomic_write(tmp_path) as fh:
+            fh.write("x")
+
+
+def test_read_errors_are_still_input_errors(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_lines(tmp_path / "nope.txt")

@@ -1,0 +1,352 @@
+"""Every command, every bad value: one line naming the problem, a documented exit status, no
+traceback, nothing lost.  (Exit statuses: 1 error, 2 bad command line, 130 Ctrl-C, 141 closed
+output; see the README.)"""
+from __future__ import annotations
+
+import errno
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli.align import command as align
+from nmtkit.cli.common import EXIT_BROKEN_PIPE, EXIT_INTERRUPT, handle_errors
+from nmtkit.cli.main import cli
+from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.sample import command as sample
+from nmtkit.cli.score import command as score
+from nmtkit.cli.train import command as train
+from nmtkit.cli.translate import command as translate
+
+COMMANDS = {"train": train, "translate": translate, "preprocess": preprocess, "score": score, "align": align,
+            "sample": sample}
+
+#: (command, leading arguments that parse, option, bad value)
+BAD_NUMBERS = [
+    *[("train", ["data"], opt, v) for opt, v in [
+        ("--batch-size", "0"), ("--batch-size", "-3"), ("--max-tokens", "0"), ("--max-tokens", "-100"),
+        ("--lr", "-0.5"), ("--lr", "0"), ("--dropout", "1"), ("--dropout", "-0.1"), ("--label-smoothing", "1"),
+        ("--label-smoothing", "-0.1"), ("--max-epoch", "-1"), ("--max-update", "-1"), ("--seed", "-1"),
+        ("--patience", "-1"), ("--clip-norm", "-1"), ("--layers", "0"), ("--hidden-size", "0"),
+        ("--embed-dim", "-2"), ("--threads", "-1"), ("--log-interval", "0"), ("--lr-shrink", "0"),
+        ("--lr-shrink", "1.5"), ("--window", "0"), ("--stop-time-hours", "-1"), ("--min-lr", "-1"),
+        ("--init-scale", "-0.1"), ("--validate-interval-updates", "-1"), ("--save-interval-updates", "-5"),
+        ("--halve-after", "-1"), ("--plateau-patience", "-1"), ("--maxout-size", "0"), ("--attention-dim", "0"),
+        ("--batch-size", "abc"), ("--lr", "fast"),
+    ]],
+    *[("translate", ["--path", "x.pt"], opt, v) for opt, v in [
+        ("--batch-size", "0"), ("--batch-size", "-1"), ("--beam", "0"), ("--nbest", "0"), ("--max-tokens", "0"),
+        ("--buffer-size", "-1"), ("--max-len-a", "-1"), ("--max-len-b", "-1"), ("--min-len", "-1"),
+        ("--max-source-len", "0"), ("--threads", "-1"),
+    ]],
+    *[("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], opt, v) for opt, v in [
+        ("--bpe-merges", "0"), ("--max-len", "-1"), ("--max-len-ratio", "-1"), ("--thresholdsrc", "-1"),
+        ("--thresholdtgt", "-2"), ("--nwordssrc", "-2"), ("--nwordstgt", "-5"), ("--workers", "0"),
+    ]],
+    *[("score", ["--ref", "r"], opt, v) for opt, v in [("--batch-size", "0"), ("--bootstrap-samples", "0")]],
+    *[("align", ["--path", "x.pt"], opt, v) for opt, v in [
+        ("--batch-size", "0"), ("--max-tokens", "0"), ("--dict-min-count", "0"), ("--threads", "-1"),
+    ]],
+    *[("sample", ["--out", "o"], opt, v) for opt, v in [("--train", "0"), ("--valid", "-1"), ("--seed", "-1")]],
+]
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+@pytest.mark.parametrize("name,lead,opt,value", BAD_NUMBERS, ids=[f"{c}{o}={v}" for c, _, o, v in BAD_NUMBERS])
+def test_numbers_out_of_range_are_a_one_line_usage_error(name, lead, opt, value):
+    res = CliRunner().invoke(COMMANDS[name], [*lead, opt, value])
+    assert res.exit_code == 2, res.output
+    line = one_line(res.output)
+    assert line.startswith(f"nmtkit-{name}: error: ") and opt in line and value in line, line
+
+
+def test_the_same_through_the_nmtkit_group():
+    res = CliRunner().invoke(cli, ["translate", "--path", "x.pt", "--batch-size", "0"])
+    assert res.exit_code == 2
+    assert one_line(res.output).startswith("nmtkit-translate: error: Invalid value for '--batch-size': 0 is not in the range x>=1")
+
+
+def test_an_unknown_option_is_one_line_too():
+    res = CliRunner().invoke(score, ["--bleu"])
+    assert res.exit_code == 2 and "--bleu" in one_line(res.output)
+
+
+@pytest.mark.parametrize("args", [
+    ["data", "--max-epoch", "0", "--max-update", "0", "--patience", "0", "--threads", "0", "--clip-norm", "0",
+     "--label-smoothing", "0", "--dropout", "0", "--stop-time-hours", "0", "--init-scale", "0", "--seed", "0",
+     "--lr-shrink", "1", "--min-lr", "0"],
+])
+def test_zero_keeps_its_documented_meaning_where_it_means_off(args):
+    ctx = train.make_context("train", list(args))  # parses and range-checks, runs nothing
+    assert ctx.params["max_epoch"] == 0 and ctx.params["clip_norm"] == 0
+
+
+def test_translate_zero_means_default_where_documented():
+    ctx = translate.make_context("translate", ["--path", "x.pt", "--buffer-size", "0", "--threads", "0", "--min-len", "0"])
+    assert ctx.params["buffer_size"] == 0
+
+
+# -- exit statuses ------------------------------------------------------------------------------
+def _exits(fn) -> tuple[int, str]:  # noqa: ANN001
+    runner = CliRunner()
+    res = runner.invoke(click.command()(handle_errors("nmtkit-x")(fn)), [])
+    return res.exit_code, res.output
+
+
+def test_exit_statuses_of_errors_interrupts_and_closed_output():
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    def closed() -> None:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+    def disk_full() -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    code, out = _exits(interrupted)
+    assert code == EXIT_INTERRUPT == 130 and "Traceback" not in out
+    code, out = _exits(closed)
+    assert code == EXIT_BROKEN_PIPE == 141 and out == ""
+    code, out = _exits(disk_full)
+    assert code == 1 and one_line(out) == "nmtkit-x: error: No space left on device"
+
+
+def test_closed_stdout_exits_141_without_a_traceback(tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("a b c\n" * 50, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.score", "--sys", str(ref), "--ref", str(ref),
+                             "--sentence-level"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is written (like `| head -0`)
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141, err
+    assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+# -- checkpoints and outputs ----------------------------------------------------------------------
+def test_a_png_given_as_checkpoint_gets_nmtkits_message(tmp_path):
+    png = tmp_path / "curve.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200))
+    for cmd, args in ((translate, ["--path", str(png)]), (align, ["--path", str(png), "--source", "-", "--target", str(png)])):
+        res = CliRunner().invoke(cmd, args, input="a\n")
+        assert res.exit_code == 1
+        line = one_line(res.output)
+        assert line.endswith(f"{png} is not an nmtkit checkpoint") and "weights_only" not in line
+
+
+def test_output_under_a_file_says_the_parent_is_a_file(random_ckpt, tmp_path):
+    parent = tmp_path / "notadir"
+    parent.write_text("x\n")
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--quiet", "--output", str(parent / "out.txt")],
+                             input="the cat .\n")
+    assert res.exit_code == 1
+    assert one_line(res.output) == f"nmtkit-translate: error: {parent / 'out.txt'}: {parent} is a file, not a directory"
+
+
+def test_disk_full_on_translate_output_keeps_the_previous_file(random_ckpt, tmp_path, monkeypatch):
+    out = tmp_path / "hyp.txt"
+    out.write_text("previous\n")
+
+    def full(fd):  # noqa: ANN001
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--quiet", "--threads", "1", "--output", str(out)],
+                             input="the cat .\n")
+    assert res.exit_code == 1
+    assert one_line(res.output) == f"nmtkit-translate: error: {out}: No space left on device"
+    assert out.read_text() == "previous\n" and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_outputs_are_readable_by_others(tmp_path):
+    old = os.umask(0o022)
+    try:
+        res = CliRunner().invoke(sample, ["--out", str(tmp_path / "corpus"), "--train", "5", "--valid", "2", "--test", "2"])
+    finally:
+        os.umask(old)
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "corpus").stat().st_mode & 0o777 == 0o755
+    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "corpus").iterdir()} == {0o644}
+
+
+# -- text: BOM and control characters ------------------------------------------------------------
+def test_score_of_a_bom_prefixed_copy_of_the_reference_is_100(tmp_path):
+    lines = ["The cat sat on the mat .", "A man rides a bike ."]
+    ref = tmp_path / "ref.txt"
+    ref.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    hyp = tmp_path / "hyp.txt"
+    hyp.write_bytes(b"\xef\xbb\xbf" + ref.read_bytes())
+    res = CliRunner().invoke(score, ["--sys", str(hyp), "--ref", str(ref), "--metrics", "bleu,chrf"])
+    assert res.exit_code == 0, res.output
+    scores = [float(l.split("\t")[2]) for l in res.stdout.splitlines()]
+    assert scores == [100.0, 100.0]
+
+
+def test_score_splits_lines_on_newline_only(tmp_path):
+    lines = ["a\x85b c", "d\u2028e f", "g\rh i"]
+    ref = tmp_path / "ref.txt"
+    ref.write_text("".join(l + "\n" for l in lines), encoding="utf-8")
+    res = CliRunner().invoke(score, ["--sys", str(ref), "--ref", str(ref), "--sentence-level", "--metrics", "chrf"])
+    assert res.exit_code == 0, res.output
+    assert len(res.stdout.splitlines()) == 3
+
+
+CONTROLS = ["\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\u2028", "\u2029", "\x00", "\x1b", "\x07", "\x7f",
+            "\x9b", "\t"]
+
+
+def test_replace_unk_never_copies_control_characters(random_ckpt):
+    rng = random.Random(5)
+    words = "the cat sees Anna Zoë Oberhausen 42 .".split()
+    lines = []
+    for _ in range(40):
+        toks = [rng.choice(words) + (rng.choice(CONTROLS) if rng.random() < 0.5 else "") for _ in range(rng.randint(1, 6))]
+        lines.append(rng.choice(CONTROLS).join(toks) if rng.random() < 0.5 else " ".join(toks))
+    lines += ["\x00", "\u2028", "\x1b[31mred\x1b[0m"]
+    data = "".join(l + "\n" for l in lines).encode("utf-8")
+    # a huge negative --unkpen makes every output token <unk>, so each one is a copied source word
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--quiet", "--threads", "1", "--beam", "2",
+                                         "--max-len-b", "4", "--replace-unk", "--unkpen", "-1000"], input=data)
+    assert res.exit_code == 0, res.output
+    out = res.stdout_bytes.decode("utf-8")
+    assert len(out.splitlines()) == len(lines) == out.count("\n")
+    assert not any(c in out for c in CONTROLS), repr(out)
+    assert "Zoë" in out and "Oberhausen" in out  # copying still works
+
+
+def test_text_pipeline_normalizes_control_characters():
+    from nmtkit.data.text_pipeline import TextPipeline, normalize_line, split_words
+
+    assert normalize_line("a\rb\u2028c\x85d\x00e\x1bf\tg") == "a b c def g"
+    assert split_words("a\vb\x1c c") == ["a", "b", "c"]
+    assert TextPipeline("en", tokenizer="moses").tokenize("Zoë\u2029sees\x00 it .") == ["Zoë", "sees", "it", "."]
+
+
+# -- data: corrupt files, unknown valid subset, empty dictionaries ---------------------------------
+@pytest.fixture
+def data_dir(tiny_parallel, tmp_path) -> Path:
+    dest = tmp_path / "bin"
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--validpref", str(tiny_parallel / "valid"), "--destdir", str(dest)])
+    assert res.exit_code == 0, res.output
+    return dest
+
+
+def train_args(data: Path, save: Path, *extra: str) -> list[str]:
+    return [str(data), "--save-dir", str(save), "--batch-size", "2", "--no-progress", "--threads", "1", *extra]
+
+
+def test_unknown_valid_subset_is_an_error_listing_the_splits(data_dir, tmp_path):
+    res = CliRunner().invoke(train, train_args(data_dir, tmp_path / "c", "--valid-subset", "valid2"))
+    assert res.exit_code == 1
+    line = one_line(res.output)
+    assert "--valid-subset valid2" in line and "available: train, valid" in line
+    assert not (tmp_path / "c").exists()
+
+
+def test_valid_subset_none_trains_without_validation(data_dir, tmp_path):
+    res = CliRunner().invoke(train, train_args(data_dir, tmp_path / "c", "--valid-subset", "none", "--max-epoch", "1"))
+    assert res.exit_code == 0, res.output
+    assert "no validation split" in res.output
+
+
+def test_token_ids_beyond_the_dictionary_fail_when_the_data_is_opened(data_dir, tmp_path):
+    import numpy as np
+
+    bin_path = data_dir / "train.en-de.de.bin"
+    raw = bytearray(bin_path.read_bytes())
+    raw[-2:] = np.asarray([9999], dtype="<u2").tobytes()  # the last id of the last sentence
+    bin_path.write_bytes(bytes(raw))
+    res = CliRunner().invoke(train, train_args(data_dir, tmp_path / "c", "--max-epoch", "1"))
+    assert res.exit_code == 1
+    assert one_line(res.output).startswith(f"nmtkit-train: error: {data_dir / 'train.en-de.de'}.bin: corrupt data: sentence 5 ")
+
+
+def test_disk_full_while_saving_a_checkpoint_keeps_the_previous_one(data_dir, tmp_path, monkeypatch):
+    save = tmp_path / "c"
+    assert CliRunner().invoke(train, train_args(data_dir, save, "--max-epoch", "1")).exit_code == 0
+    before = (save / "checkpoint_last.pt").read_bytes()
+
+    def full(fd):  # noqa: ANN001
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    res = CliRunner().invoke(train, train_args(data_dir, save, "--max-epoch", "2"))
+    assert res.exit_code == 1
+    line = one_line(res.output.strip().splitlines()[-1])
+    assert line.startswith(f"nmtkit-train: error: {save}{os.sep}checkpoint") and line.endswith(".pt: No space left on device")
+    assert (save / "checkpoint_last.pt").read_bytes() == before
+    assert [p.name for p in save.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_disk_full_during_preprocess_names_the_file_under_destdir(tiny_parallel, tmp_path, monkeypatch):
+    import nmtkit.data.preprocess as pp
+
+    def full(prefix, sentences, vocab_size):  # noqa: ANN001, ANN202
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), f"{prefix}.bin")
+
+    monkeypatch.setattr(pp, "write_indexed", full)
+    dest = tmp_path / "bin"
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(dest)])
+    assert res.exit_code == 1
+    assert one_line(res.output) == f"nmtkit-preprocess: error: {dest / 'train.en-de.en.bin'}: No space left on device"
+    assert not dest.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+@pytest.mark.parametrize("content", ["", "<unk> 3\n<s> 1\n"])
+def test_an_empty_srcdict_is_an_error_naming_it(tiny_parallel, tmp_path, content):
+    empty = tmp_path / "empty.dict"
+    empty.write_text(content, encoding="utf-8")
+    for opt in ("--srcdict", "--tgtdict"):
+        res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                              opt, str(empty), "--destdir", str(tmp_path / "bin")])
+        assert res.exit_code == 1
+        assert one_line(res.output) == f"nmtkit-preprocess: error: {empty}: dictionary has no entries: every token would become <unk>"
+
+
+def test_a_dictionary_emptied_by_options_is_an_error(tiny_parallel, tmp_path):
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--nwordstgt", "0", "--destdir", str(tmp_path / "bin")])
+    assert res.exit_code == 1 and "the de dictionary would be empty" in one_line(res.output)
+
+
+def test_preprocess_drops_a_bom_from_corpora_and_dictionaries(tiny_parallel, tmp_path):
+    for lang in ("en", "de"):
+        p = tiny_parallel / f"train.{lang}"
+        p.write_bytes(b"\xef\xbb\xbf" + p.read_bytes())
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(tmp_path / "bin")])
+    assert res.exit_code == 0, res.output
+    for lang in ("en", "de"):
+        text = (tmp_path / "bin" / f"dict.{lang}.txt").read_text(encoding="utf-8")
+        assert "\ufeff" not in text
+    assert "the " in (tmp_path / "bin" / "dict.en.txt").read_text(encoding="utf-8")
+    # a BOM-prefixed dictionary reads the same as the plain one
+    d = tmp_path / "bin" / "dict.en.txt"
+    bom = tmp_path / "bom.dict"
+    bom.write_bytes(b"\xef\xbb\xbf" + d.read_bytes())
+    from nmtkit.data.dictionary import Dictionary
+
+    assert Dictionary.load(bom) == Dictionary.load(d)
+
+
+def test_translate_drops_a_bom_on_stdin_and_in_files(random_ckpt, tmp_path):
+    args = ["--path", str(random_ckpt), "--quiet", "--threads", "1", "-v"]
+    plain = CliRunner().invoke(translate, args, input="Anna sees the cat .\nthe dog\n")
+    bom = CliRunner().invoke(translate, args, input=b"\xef\xbb\xbfAnna sees the cat .\nthe dog\n")
+    f = tmp_path / "in.txt"
+    f.write_bytes(b"\xef\xbb\xbfAnna sees the cat .\nthe dog\n")
+    from_file = CliRunner().invoke(translate, [*args, "--input", str(f)])
+    assert plain.exit_code == bom.exit_code == from_file.exit_code == 0
+    assert plain.stdout == bom.stdout == from_file.stdout and "\ufeff" not in bom.stdout

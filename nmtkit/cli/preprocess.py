@@ -9,6 +9,7 @@ from rich.table import Table
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-preprocess"
 
@@ -39,6 +40,7 @@ PROG = "nmtkit-preprocess"
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir.")
 @handle_errors(PROG)
+@handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Tokenize, BPE-segment, build dictionaries and binarize parallel text."""
     from nmtkit.data.preprocess import PreprocessOptions, run_preprocess

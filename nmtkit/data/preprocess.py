@@ -21,6 +21,7 @@ from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.signals import default_signals_in_worker
 from nmtkit.utils.textio import atomic_directory, check_parallel, iter_lines
 
 
@@ -71,6 +72,13 @@ def _init_worker(pipe: TextPipeline) -> None:
     _worker_pipe = pipe
 
 
+def _init_pool_worker(pipe: TextPipeline) -> None:
+    """A forked worker: default SIGTERM and no SIGINT, so that the parent alone handles an
+    interrupt and the pool's terminate() ends the workers without tracebacks."""
+    default_signals_in_worker()
+    _init_worker(pipe)
+
+
 def _tokenize_chunk(lines: list[str]) -> list[list[str]]:
     assert _worker_pipe is not None
     return [_worker_pipe.tokenize(line) for line in lines]
@@ -88,7 +96,7 @@ def _map(fn, pipe: TextPipeline, items: list, workers: int, progress, desc: str,
     out: list = []
     if workers > 1 and len(chunks) > 1:
         ctx = mp.get_context("fork")
-        with ctx.Pool(workers, initializer=_init_worker, initargs=(pipe,)) as pool:
+        with ctx.Pool(workers, initializer=_init_pool_worker, initargs=(pipe,)) as pool:
             for res in pool.imap(fn, chunks):
                 out.extend(res)
                 if task is not None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator, TextIO
 
 from nmtkit.errors import InputError, OutputError
+from nmtkit.utils.tempfiles import remove_stale_temps, temp_prefix
 
 
 #: The UTF-8 encoding of U+FEFF: Windows editors put it at the start of "UTF-8" files.
@@ -157,7 +158,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise OutputError(target, "is a directory")
     file_mode = output_mode(target)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        remove_stale_temps(target.parent, target.name)  # what a killed earlier write left
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise output_error(exc, target) from exc
     fh = None
@@ -208,7 +210,8 @@ def atomic_directory(dest: str | os.PathLike, overwrite: bool = False) -> Iterat
     ensure_dir(target.parent, for_path=target)
     dir_mode = output_mode(target, directory=True)
     try:
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        remove_stale_temps(target.parent, target.name)  # what a killed earlier run left
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent))
     except OSError as exc:
         raise output_error(exc, target) from exc
     try:

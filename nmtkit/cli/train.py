@@ -7,6 +7,7 @@ import click
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-train"
 
@@ -90,6 +91,9 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--amp", type=click.Choice(["auto", "none", "bf16", "fp16"]), default="auto", show_default=True, help="Mixed precision on GPU.")
 @click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
+@click.option("--reset-optimizer", is_flag=True, help="Resume with a fresh optimizer (allows another --optimizer).")
+@click.option("--reset-lr-scheduler", is_flag=True, help="Resume with a fresh lr schedule, lr back at --lr (allows another --lr-schedule).")
+@click.option("--reset-dataloader", is_flag=True, help="Resume at the first batch of the current epoch (allows other batching, --seed or data).")
 @click.option("--embed-dim", type=click.IntRange(min=1))
 @click.option("--hidden-size", type=click.IntRange(min=1))
 @click.option("--layers", type=click.IntRange(min=1))
@@ -112,11 +116,14 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--init", type=click.Choice(["uniform", "bahdanau"]), help="uniform: U(-init_scale, init_scale); bahdanau: appendix B.1 of Bahdanau et al.")
 @click.option("--model-opt", multiple=True, help="Any other model option, KEY=VALUE (repeatable).")
 @handle_errors(PROG)
+@handles_sigterm
 def command(data: str, **kw) -> None:  # noqa: ANN003
     """Train a model on DATA (a directory written by nmtkit-preprocess)."""
     from nmtkit.train import distributed as distmod
+    from nmtkit.train.lock import SaveDirLock
     from nmtkit.train.trainer import StopTraining, Trainer, resolve_train_options
 
+    resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
     overrides = {k: kw.pop(k) for k in MODEL_FLAGS}
     overrides.update(parse_model_opts(kw.pop("model_opt")))
     kw["keep_epoch_checkpoints"] = not kw.pop("no_epoch_checkpoints")
@@ -124,9 +131,11 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
         kw["max_tokens"] = 4000
     opt = resolve_train_options(data, kw)
     dist = distmod.init_distributed("cuda" if opt.device.startswith("cuda") or (opt.device == "auto" and _cuda()) else "cpu")
+    lock = SaveDirLock(opt.save_dir, warn=lambda m: console.print(f"[yellow]warning:[/yellow] {m}"), enabled=dist.is_main)
     try:
         trainer = Trainer(opt, overrides, console, dist)
-        resumed = trainer.resume_if_possible()
+        lock.acquire()  # one trainer per --save-dir; released below, also on errors and signals
+        resumed = trainer.resume_if_possible(**resets)
         if dist.is_main:
             m = trainer.model
             if resumed:
@@ -145,6 +154,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
             best = f", best valid loss {state.best_valid_loss:.3f} (ppl {2.718281828 ** state.best_valid_loss:.2f})" if state.best_valid_loss is not None else ""
             console.print(f"done: {state.update} updates, {state.epochs_done} epochs{best}")
     finally:
+        lock.release()
         distmod.cleanup(dist)
 
 

@@ -7,13 +7,15 @@ CPU, reproduces an uninterrupted run bit for bit.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
 import random
 import signal
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Optional
 
@@ -25,7 +27,9 @@ from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
 from nmtkit.train.checkpoint import load_checkpoint, model_payload, save_checkpoint
 from nmtkit.train.loss import sequence_loss
-from nmtkit.train.optim import LRSchedule, build_optimizer
+from nmtkit.train.optim import DEFAULT_LR, LRSchedule, build_optimizer
+from nmtkit.utils.tempfiles import remove_stale_temps
+from nmtkit.utils.textio import atomic_write
 from nmtkit.utils.textio import ensure_dir, output_error
 
 
@@ -162,6 +166,91 @@ def set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+# -- resuming with changed options -------------------------------------------------------------
+# Resume policy (README "Resuming"): the command line of a resumed run is compared with the
+# training options saved in checkpoint_last.pt.  An option missing from an older checkpoint
+# counts as its default.  New options go into one of these tables; an option in none of them
+# is treated as RESUME_MAY_CHANGE.
+
+#: Applied to the resumed run and announced, one line each (``lr 0.001 -> 0.0005 (from --lr)``).
+RESUME_MAY_CHANGE = frozenset({
+    "lr", "max_epoch", "max_update", "stop_time_hours", "patience", "validate_interval_updates",
+    "save_interval_updates", "keep_epoch_checkpoints", "keep_last", "log_interval", "valid_subset",
+    "device", "amp", "threads", "no_progress", "clip_norm", "label_smoothing", "halve_after", "lr_shrink",
+    "plateau_patience", "min_lr", "update_freq", "loss_norm", "eval_bleu", "eval_bleu_beam",
+    "eval_bleu_max_sentences", "best_checkpoint_metric",
+})
+#: Refused (every difference in one error): another run, not a continuation of this one.  Each
+#: names the ``--reset-*`` flag that starts that part fresh on purpose.
+RESUME_MUST_NOT_CHANGE = {
+    "optimizer": "--reset-optimizer",  # its state (Adam moments, ...) does not fit another optimizer
+    "lr_schedule": "--reset-lr-scheduler",
+    "seed": "--reset-dataloader",  # the batches of an epoch are a function of (seed, epoch)
+    "train_subset": "--reset-dataloader",
+}
+#: Batching: may change at an epoch boundary (announced); refused in the middle of an epoch,
+#: whose remaining batches would be cut differently (sentences skipped or seen twice).
+RESUME_EPOCH_BOUNDARY = ("max_tokens", "batch_size")
+#: Not compared here: the model's options and dictionaries are checked on their own, the training
+#: data by its fingerprint, and the save dir is where the checkpoint was found.
+RESUME_NOT_COMPARED = ("data", "save_dir", "arch")
+#: Flags whose name is not ``--`` + the option's name.
+_FLAG_NAMES = {"keep_epoch_checkpoints": "--no-epoch-checkpoints"}
+#: train_log.jsonl events that record the history of runs rather than work of an update: kept
+#: when a resumed run drops the records of updates it redoes.
+LOG_HISTORY_EVENTS = ("start", "end", "interrupted", "early_stop")
+
+
+def _option_defaults() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(TrainOptions):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+    return out
+
+
+def _effective_lr(options: dict[str, Any]) -> float:
+    lr = options.get("lr")
+    return float(DEFAULT_LR.get(options.get("optimizer"), 0.0) if lr is None else lr)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _flag(name: str) -> str:
+    return _FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+class _StopNow(Exception):
+    """Raised by the signal handler inside an interruptible phase (validation)."""
+
+
+def _interruptible(method):  # noqa: ANN001, ANN201
+    """Marks a phase that changes no training state (validation, BLEU): a SIGINT/SIGTERM ends it
+    at once instead of after minutes on a large valid set; the run then writes
+    checkpoint_last.pt as of the last update and stops."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if self._stop_signal is not None:
+            raise _StopNow
+        outer = self._interruptible_depth
+        self._interruptible_depth = outer + 1
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._interruptible_depth = outer
+
+    return wrapper
+
+
 class Trainer:
     """Owns the model, optimizer, schedule and data of one training run."""
 
@@ -199,7 +288,11 @@ class Trainer:
             ids = [self.device.index] if self.device.type == "cuda" else None
             self.ddp_model = DistributedDataParallel(self.model, device_ids=ids)
         self._stop_signal: Optional[int] = None
+        self._interruptible_depth = 0  # > 0 inside validation: a signal stops at once
+        self._saved_at: Optional[tuple[int, int, int]] = None  # (epoch, batches_done, update) of the last save
         self.log_path = self.save_dir / "train_log.jsonl"
+        self._log_records: Optional[int] = None  # lines in train_log.jsonl, counted on first use
+        self._train_fingerprint: Optional[dict] = None
 
     # -- setup ------------------------------------------------------------------------------
     def _amp_dtype(self) -> Optional[torch.dtype]:
@@ -212,10 +305,30 @@ class Trainer:
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
 
-    def resume_if_possible(self) -> Optional[str]:
-        """Load ``checkpoint_last.pt`` when it exists; returns a message saying what resumed."""
+    def resume_if_possible(self, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
+                           reset_dataloader: bool = False) -> Optional[str]:
+        """Load ``checkpoint_last.pt`` when it exists; returns a message saying what resumed and
+        every option that changed.  Call it holding the save dir's lock (:mod:`nmtkit.train.lock`).
+
+        Policy: options in :data:`RESUME_MAY_CHANGE` (and any unclassified one) are applied and
+        announced; a new ``--lr`` replaces the current (possibly decayed) lr and later schedule
+        steps start from it.  Changes to :data:`RESUME_MUST_NOT_CHANGE`, to the training data, and
+        to batching in the middle of an epoch are refused in one error listing every difference.
+        The resets start a part fresh on purpose: ``reset_optimizer`` a new optimizer (state and
+        lr from the options), ``reset_lr_scheduler`` the schedule's state with the lr back at
+        ``--lr`` (or the optimizer's default), ``reset_dataloader`` the current epoch again from
+        its first batch (no sentence of it is skipped; the ones done are seen twice) and allows
+        another seed, train subset or training data.
+
+        Leftovers of a killed run are cleared first: temporary checkpoint files, and the records of
+        train_log.jsonl written after checkpoint_last.pt (updates this run will redo).
+        """
         last = self.save_dir / "checkpoint_last.pt"
+        if self.dist.is_main:
+            for path in remove_stale_temps(self.save_dir):
+                self.console.print(f"removed {path} (a temporary file left by a killed run)")
         if not last.exists():
+            self._prune_log(0, None)  # a run starting over redoes every update of an old log
             return None
         ckpt = load_checkpoint(last)
         if ckpt.get("model_name") != self.model_name or ckpt.get("model_config") != asdict(self.cfg):
@@ -227,26 +340,136 @@ class Trainer:
             raise NmtkitError(f"{last} was trained with other dictionaries than {self.data.path}")
         if ckpt.get("train_state") is None:
             raise NmtkitError(f"{last} holds no training state (cannot resume)")
-        self.model.load_state_dict(ckpt["model"])
         ts = ckpt["train_state"]
-        self.optimizer.load_state_dict(ts["optimizer"])
-        self.schedule.load_state_dict(ts["schedule"])
-        self.state = TrainState(**ts["state"])
-        if self.scaler is not None and ts.get("scaler"):
-            self.scaler.load_state_dict(ts["scaler"])
+        state = TrainState(**ts["state"])
+        resets = {flag for flag, on in (("--reset-optimizer", reset_optimizer), ("--reset-lr-scheduler", reset_lr_scheduler),
+                                        ("--reset-dataloader", reset_dataloader)) if on}
+        old = {**_option_defaults(), **(ckpt.get("train_options") or {})}
+        notes, refused = self._resume_differences(ckpt, old, state, resets)
+        if refused:
+            raise NmtkitError(f"{last} cannot continue with changed options: {'; '.join(refused)}. "
+                              "Rerun with the checkpoint's options, start that part fresh with the flag named, or use another --save-dir")
+        self.model.load_state_dict(ckpt["model"])
+        if reset_optimizer:
+            notes.append(f"optimizer: fresh {self.opt.optimizer} state (--reset-optimizer)")
+        else:
+            self.optimizer.load_state_dict(ts["optimizer"])
+            if self.scaler is not None and ts.get("scaler"):
+                self.scaler.load_state_dict(ts["scaler"])
+        if reset_lr_scheduler:
+            notes.append(f"lr schedule: fresh {self.opt.lr_schedule} state (--reset-lr-scheduler)")
+        else:
+            self.schedule.load_state_dict(ts["schedule"])
+        old_lr, new_lr = _effective_lr(old), _effective_lr(asdict(self.opt))
+        current = self.optimizer.param_groups[0]["lr"]
+        if reset_optimizer or reset_lr_scheduler or new_lr != old_lr:
+            for group in self.optimizer.param_groups:
+                group["lr"] = new_lr
+        if new_lr != old_lr:
+            source = "from --lr" if self.opt.lr is not None else f"the {self.opt.optimizer} default"
+            decayed = f"; the schedule had brought it to {current:g}" if current != old_lr and not reset_optimizer else ""
+            notes.append(f"lr {old_lr:g} -> {new_lr:g} ({source}{decayed})")
+        elif (reset_optimizer or reset_lr_scheduler) and current != new_lr:
+            notes.append(f"lr {current:g} -> {new_lr:g} (back to the starting lr)")
+        if reset_dataloader and state.batches_done > 0:
+            notes.append(f"epoch {state.epoch} starts again from its first batch ({state.batches_done} were done; --reset-dataloader)")
+            state.batches_done = 0
+            state.epoch_nll = state.epoch_tokens = 0.0
+        self.state = state
         set_rng_state(ts["rng"])
+        dropped = self._prune_log(ts.get("log_records"), state.update)
+        if dropped:
+            notes.append(f"dropped {dropped} record(s) of {self.log_path.name} written after the checkpoint (updates redone now)")
         lr = self.optimizer.param_groups[0]["lr"]
-        return (
-            f"resuming from {last}: epoch {self.state.epoch} ({self.state.batches_done} batches done), "
-            f"update {self.state.update}, lr {lr:g}"
-        )
+        head = (f"resuming from {last}: epoch {self.state.epoch} ({self.state.batches_done} batches done), "
+                f"update {self.state.update}, lr {lr:g}")
+        return "\n".join([head, *(f"  {n}" for n in notes)])
+
+    def _resume_differences(self, ckpt: dict, old: dict[str, Any], state: TrainState, resets: set[str]) -> tuple[list[str], list[str]]:
+        """(announcements, refusals): the checkpoint's training options against this run's."""
+        new = asdict(self.opt)
+        notes: list[str] = []
+        refused: list[str] = []
+        mid_epoch = state.batches_done > 0 and "--reset-dataloader" not in resets
+        for name, value in new.items():
+            if name in RESUME_NOT_COMPARED or name == "lr" or old.get(name) == value:
+                continue
+            change = f"{name} {_fmt(old.get(name))} -> {_fmt(value)}"
+            if name in RESUME_MUST_NOT_CHANGE:
+                flag = RESUME_MUST_NOT_CHANGE[name]
+                if flag in resets:
+                    notes.append(f"{change} ({flag})")
+                else:
+                    refused.append(f"{change} (needs {flag})")
+            elif name in RESUME_EPOCH_BOUNDARY and mid_epoch:
+                refused.append(f"{change} in the middle of epoch {state.epoch} ({state.batches_done} batches done: "
+                               "finish the epoch with the old batching, or --reset-dataloader)")
+            else:
+                notes.append(f"{change} (from {_flag(name)})")
+        before, now = ckpt.get("train_data"), self.train_data_fingerprint()
+        if before is not None and before != now:
+            change = (f"training data {before.get('sentences')} sentences / {before.get('tokens')} tokens -> "
+                      f"{now['sentences']} / {now['tokens']}")
+            if "--reset-dataloader" in resets:
+                notes.append(f"{change} (--reset-dataloader)")
+            else:
+                refused.append(f"{change} (needs --reset-dataloader)")
+        elif ckpt.get("data_dir") and ckpt["data_dir"] != str(self.data.path.resolve()):
+            notes.append(f"data {ckpt['data_dir']} -> {self.data.path.resolve()} (same dictionaries"
+                         f"{', same training data' if before is not None else ''})")
+        return notes, refused
+
+    def train_data_fingerprint(self) -> dict:
+        """Sentence and token counts and a hash of the sentence lengths of the training split:
+        cheap, and different for any other corpus in practice (saved in every checkpoint)."""
+        if self._train_fingerprint is None:
+            src, tgt = np.asarray(self.train_set.src_sizes, dtype=np.int64), np.asarray(self.train_set.tgt_sizes, dtype=np.int64)
+            digest = hashlib.sha1(src.tobytes() + tgt.tobytes()).hexdigest()[:16]
+            self._train_fingerprint = {"sentences": int(len(src)), "tokens": int(src.sum() + tgt.sum()), "sizes_sha1": digest}
+        return self._train_fingerprint
+
+    def _prune_log(self, kept_records: Optional[int], update: Optional[int]) -> int:
+        """Drop the records of train_log.jsonl that describe updates the resumed run will redo.
+
+        After ``kill -9`` the log holds records written after checkpoint_last.pt; the resumed run
+        writes them again.  Checkpoints store how many records the log had (``kept_records``):
+        later ones are dropped, except the run-history events (:data:`LOG_HISTORY_EVENTS`).  For
+        a checkpoint without that count, records with an update beyond the checkpoint's go.  A
+        record torn by the kill (no final newline) always goes.  Returns how many were dropped.
+        """
+        if not self.dist.is_main or not self.log_path.is_file():
+            return 0
+        parts = self.log_path.read_bytes().split(b"\n")
+        complete, torn = parts[:-1], parts[-1]
+        keep: list[bytes] = []
+        for i, line in enumerate(complete):
+            if kept_records is not None and i < kept_records:
+                keep.append(line)
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(rec, dict):
+                continue
+            redone = kept_records is not None or (update is not None and (rec.get("update") or 0) > update)
+            if rec.get("event") in LOG_HISTORY_EVENTS or not redone:
+                keep.append(line)
+        dropped = len(complete) - len(keep) + (1 if torn.strip() else 0)
+        if dropped:
+            with atomic_write(self.log_path, "wb") as fh:
+                fh.write(b"".join(line + b"\n" for line in keep))
+        self._log_records = len(keep)
+        return dropped
 
     # -- checkpoints ------------------------------------------------------------------------
     def _payload(self) -> dict:
         payload = model_payload(self.model, self.opt.arch, self.data.pipeline(self.data.src_lang), self.data.pipeline(self.data.tgt_lang))
         payload["data_dir"] = str(self.data.path.resolve())
         payload["train_options"] = asdict(self.opt)
+        payload["train_data"] = self.train_data_fingerprint()
         payload["train_state"] = {
+            "log_records": self._log_count(),  # how much of train_log.jsonl this state has written
             "state": asdict(self.state),
             "optimizer": self.optimizer.state_dict(),
             "schedule": self.schedule.state_dict(),
@@ -261,17 +484,29 @@ class Trainer:
         payload = self._payload()
         for name in names:
             save_checkpoint(self.save_dir / name, payload)
+        self._saved_at = (self.state.epoch, self.state.batches_done, self.state.update)
 
     # -- logging ----------------------------------------------------------------------------
     def log(self, record: dict) -> None:
         if not self.dist.is_main:
             return
         record = {"time": round(time.time(), 3), **record}
+        count = self._log_count()
         try:
             with open(self.log_path, "a", encoding="utf-8") as fh:  # appended, never overwritten
                 fh.write(json.dumps(record) + "\n")
         except OSError as exc:  # a full disk: one line naming the log, not a traceback
             raise output_error(exc, self.log_path) from exc
+        self._log_records = count + 1
+
+    def _log_count(self) -> int:
+        """Complete records in train_log.jsonl (counted once, then kept up to date)."""
+        if self._log_records is None:
+            try:
+                self._log_records = self.log_path.read_bytes().count(b"\n")
+            except OSError:
+                self._log_records = 0
+        return self._log_records
 
     # -- one update -------------------------------------------------------------------------
     def _autocast(self):  # noqa: ANN202
@@ -327,6 +562,7 @@ class Trainer:
         return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences)}
 
     # -- validation -------------------------------------------------------------------------
+    @_interruptible
     @torch.inference_mode()
     def validate(self) -> Optional[dict]:
         if self.valid_set is None:
@@ -346,10 +582,13 @@ class Trainer:
 
     # -- the loop ---------------------------------------------------------------------------
     def _install_signal_handlers(self) -> dict:
-        """SIGINT/SIGTERM finish the current update, write checkpoint_last.pt, then stop."""
+        """SIGINT/SIGTERM finish the current update or checkpoint write, write checkpoint_last.pt,
+        then stop (status 130); during validation (which changes no training state) they stop at once."""
 
         def handler(signum, frame):  # noqa: ANN001, ARG001
             self._stop_signal = signum
+            if self._interruptible_depth > 0:
+                raise _StopNow
 
         previous = {}
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -367,6 +606,8 @@ class Trainer:
         previous_handlers = self._install_signal_handlers()
         try:
             return self._train(opt)
+        except _StopNow:
+            self._stop()
         finally:
             for sig, h in previous_handlers.items():
                 signal.signal(sig, h)
@@ -382,6 +623,8 @@ class Trainer:
                   "model": self.model_name, "parameters": self.model.num_parameters(), "world_size": self.dist.world_size})
         with display:
             while opt.max_epoch <= 0 or self.state.epoch <= opt.max_epoch:
+                if self._stop_signal is not None:  # e.g. arrived while the epoch's checkpoints were written
+                    self._stop()
                 finished = self._train_epoch(display)
                 if not finished:
                     break
@@ -437,13 +680,22 @@ class Trainer:
                 display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")
                 return False
             if self._stop_signal is not None:
-                self.save(["checkpoint_last.pt"])
-                name = signal.Signals(self._stop_signal).name
-                display.message(f"{name}: wrote {self.save_dir / 'checkpoint_last.pt'} at update {st.update}; rerun the same command to resume")
-                self.log({"event": "interrupted", "signal": name, "update": st.update})
-                raise KeyboardInterrupt(name)
+                self._stop()
         return True
 
+    def _stop(self) -> None:
+        """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state, say so, and
+        raise KeyboardInterrupt (the command exits with status 130)."""
+        st = self.state
+        if self._saved_at != (st.epoch, st.batches_done, st.update):
+            self.save(["checkpoint_last.pt"])
+        name = signal.Signals(self._stop_signal).name if self._stop_signal is not None else "interrupt"
+        if self.dist.is_main:
+            self.console.print(f"{name}: wrote {self.save_dir / 'checkpoint_last.pt'} at update {st.update}; rerun the same command to resume")
+        self.log({"event": "interrupted", "signal": name, "update": st.update})
+        raise KeyboardInterrupt(name)
+
+    @_interruptible
     def _valid_bleu(self, display: "TrainDisplay") -> Optional[dict]:
         """``--eval-bleu``: beam-search BLEU on the valid split (see ``nmtkit.train.eval_bleu``)."""
         if not self.opt.eval_bleu or self.valid_set is None:

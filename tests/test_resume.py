@@ -1,0 +1,320 @@
+"""nmtkit-train resume policy (changed options, --reset-*), the save-dir lock, signals in every
+phase, and what a killed run leaves behind (temporary files, log records of redone updates)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+from click.testing import CliRunner
+
+from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.train import command as train
+from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint
+from nmtkit.train.lock import LOCK_NAME
+
+from test_train import data_dir, params, run_train  # noqa: F401  (data_dir is a fixture)
+
+
+def state_of(save: Path) -> dict:
+    return load_checkpoint(save / "checkpoint_last.pt")["train_state"]["state"]
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def train_records(save: Path) -> list[int]:
+    recs = [json.loads(l) for l in (save / "train_log.jsonl").read_text().splitlines()]
+    return [r["update"] for r in recs if r["event"] == "train"]
+
+
+# -- item 1: changed options on resume ----------------------------------------------------------
+def test_new_lr_and_limits_are_applied_and_announced(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0  # mid-epoch 1 (3 batches)
+    res = run_train(data_dir, save, "--lr", "0.0005", "--max-epoch", "2", "--log-interval", "7")
+    assert res.exit_code == 0, res.output
+    assert "lr 0.001 -> 0.0005 (from --lr)" in res.output
+    assert "max_epoch 10 -> 2 (from --max-epoch)" in res.output
+    assert "log_interval 50 -> 7 (from --log-interval)" in res.output
+    ckpt = load_checkpoint(save / "checkpoint_last.pt")
+    assert ckpt["train_state"]["optimizer"]["param_groups"][0]["lr"] == 0.0005
+    assert ckpt["train_options"]["lr"] == 0.0005 and ckpt["train_state"]["state"]["update"] == 6
+    assert not (save / LOCK_NAME).exists()
+
+
+def test_unchangeable_options_are_refused_with_every_difference(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0
+    before = (save / "checkpoint_last.pt").read_bytes()
+    res = run_train(data_dir, save, "--optimizer", "sgd", "--batch-size", "3", "--seed", "8", "--lr-schedule", "halving")
+    assert res.exit_code == 1
+    out = res.output.strip()
+    assert out.startswith("nmtkit-train: error:") and len(out.splitlines()) == 1 and "Traceback" not in out
+    for part in ("optimizer adam -> sgd (needs --reset-optimizer)", "lr_schedule fixed -> halving (needs --reset-lr-scheduler)",
+                 "seed 7 -> 8 (needs --reset-dataloader)", "batch_size 2 -> 3 in the middle of epoch 1 (2 batches done"):
+        assert part in out, part
+    assert (save / "checkpoint_last.pt").read_bytes() == before
+    assert not (save / LOCK_NAME).exists()  # released after the error
+
+
+def test_batching_may_change_at_an_epoch_boundary(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0
+    res = run_train(data_dir, save, "--max-epoch", "2", "--batch-size", "3")
+    assert res.exit_code == 0, res.output
+    assert "batch_size 2 -> 3 (from --batch-size)" in res.output
+    assert state_of(save)["update"] == 3 + 2  # epoch 2 in batches of 3 sentences
+
+
+def test_reset_optimizer_allows_another_optimizer(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0
+    res = run_train(data_dir, save, "--optimizer", "sgd", "--lr", "0.1", "--reset-optimizer", "--max-update", "3")
+    assert res.exit_code == 0, res.output
+    assert "optimizer adam -> sgd (--reset-optimizer)" in res.output and "lr 0.001 -> 0.1 (from --lr)" in res.output
+    group = load_checkpoint(save / "checkpoint_last.pt")["train_state"]["optimizer"]["param_groups"][0]
+    assert "momentum" in group and "betas" not in group and group["lr"] == 0.1
+    assert state_of(save)["update"] == 3
+
+
+def test_reset_dataloader_restarts_the_epoch_with_new_batching(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0
+    res = run_train(data_dir, save, "--batch-size", "3", "--reset-dataloader", "--max-update", "3")
+    assert res.exit_code == 0, res.output
+    assert "epoch 1 starts again from its first batch (2 were done; --reset-dataloader)" in res.output
+    st = state_of(save)
+    assert (st["epoch"], st["batches_done"], st["update"]) == (1, 1, 3)
+
+
+def test_reset_lr_scheduler_restarts_the_decayed_lr(data_dir, tmp_path):
+    save = tmp_path / "c"
+    halving = ("--lr-schedule", "halving", "--halve-after", "1")
+    assert run_train(data_dir, save, "--max-epoch", "2", *halving).exit_code == 0  # 0.001 -> 0.0005 -> 0.00025
+    res = run_train(data_dir, save, "--max-epoch", "3", *halving, "--lr", "0.002")
+    assert res.exit_code == 0, res.output
+    assert "lr 0.001 -> 0.002 (from --lr; the schedule had brought it to 0.00025)" in res.output
+    res = run_train(data_dir, save, "--max-epoch", "4", "--lr-schedule", "fixed", "--lr", "0.002", "--reset-lr-scheduler")
+    assert res.exit_code == 0, res.output
+    assert "lr 0.001 -> 0.002" in res.output  # back at --lr: the halvings are forgotten
+    assert "lr_schedule halving -> fixed (--reset-lr-scheduler)" in res.output
+    assert load_checkpoint(save / "checkpoint_last.pt")["train_state"]["optimizer"]["param_groups"][0]["lr"] == 0.002
+
+
+def test_options_missing_from_an_older_checkpoint_count_as_defaults(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0
+    path = save / "checkpoint_last.pt"
+    ckpt = load_checkpoint(path)
+    for key in ("lr", "update_freq", "keep_last", "clip_norm"):
+        ckpt["train_options"].pop(key, None)
+    ckpt.pop("train_data")
+    ckpt["train_state"].pop("log_records")
+    save_checkpoint(path, {k: v for k, v in ckpt.items() if k not in ("format", "version", "nmtkit_version")})
+    res = run_train(data_dir, save, "--max-update", "3")
+    assert res.exit_code == 0, res.output
+    changes = [l for l in res.output.splitlines() if "->" in l]
+    assert changes == ["  max_update 2 -> 3 (from --max-update)"]  # and nothing about the missing options
+
+
+def test_other_training_data_is_refused_mid_epoch(data_dir, tiny_parallel, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0
+    small = tmp_path / "raw2"
+    small.mkdir()
+    for lang in ("en", "de"):
+        lines = (tiny_parallel / f"train.{lang}").read_text().splitlines()[:4]
+        (small / f"train.{lang}").write_text("\n".join(lines) + "\n")
+    other = tmp_path / "bin2"
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(small / "train"), "--validpref",
+                                          str(tiny_parallel / "valid"), "--destdir", str(other),
+                                          "--srcdict", str(data_dir / "dict.en.txt"), "--tgtdict", str(data_dir / "dict.de.txt")])
+    assert res.exit_code == 0, res.output
+    res = run_train(other, save, "--max-update", "3")
+    assert res.exit_code == 1 and "training data 6 sentences" in res.output and "(needs --reset-dataloader)" in res.output
+    res = run_train(other, save, "--max-update", "3", "--reset-dataloader")
+    assert res.exit_code == 0, res.output
+
+
+# -- item 2: one trainer per save dir; signals in every phase -------------------------------------
+def test_live_lock_is_refused_naming_the_pid(data_dir, tmp_path):
+    save = tmp_path / "c"
+    save.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (save / LOCK_NAME).write_text(f"{holder.pid}\n")
+        res = run_train(data_dir, save, "--max-update", "1")
+        assert res.exit_code == 1 and f"in use by another nmtkit-train (pid {holder.pid})" in res.output
+        assert not (save / "checkpoint_last.pt").exists() and (save / LOCK_NAME).exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_stale_lock_is_taken_over_with_a_warning(data_dir, tmp_path):
+    save = tmp_path / "c"
+    save.mkdir()
+    pid = dead_pid()
+    (save / LOCK_NAME).write_text(f"{pid}\n")
+    res = run_train(data_dir, save, "--max-update", "1")
+    assert res.exit_code == 0, res.output
+    assert f"stale lock of pid {pid}" in res.output
+    assert not (save / LOCK_NAME).exists() and state_of(save)["update"] == 1
+
+
+def _send_sigterm_here() -> None:
+    """Deliver SIGTERM through the installed Python handler, as the interpreter would."""
+    handler = signal.getsignal(signal.SIGTERM)
+    assert callable(handler), "the trainer installed no SIGTERM handler"
+    handler(signal.SIGTERM, None)
+
+
+def test_sigterm_during_validation_stops_at_once_and_resumes_exactly(data_dir, tmp_path, monkeypatch):
+    import nmtkit.train.trainer as trainer_mod
+
+    ref = tmp_path / "ref"
+    assert run_train(data_dir, ref, "--max-epoch", "2").exit_code == 0
+    real = trainer_mod.make_batches
+    seen = []
+
+    def batches(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        out = real(*args, **kwargs)
+        if kwargs.get("shuffle", True):
+            return out
+
+        def gen():  # noqa: ANN202
+            for k, b in enumerate(out):
+                seen.append(k)
+                if k == 1:
+                    _send_sigterm_here()  # arrives in the middle of the valid set
+                yield b
+
+        return gen()
+
+    save = tmp_path / "c"
+    monkeypatch.setattr(trainer_mod, "make_batches", batches)
+    res = run_train(data_dir, save, "--max-epoch", "2")
+    monkeypatch.setattr(trainer_mod, "make_batches", real)
+    assert res.exit_code == 130, res.output
+    assert seen == [0, 1]  # validation did not go on after the signal
+    assert "SIGTERM: wrote" in res.output
+    st = state_of(save)
+    assert (st["epoch"], st["batches_done"], st["update"]) == (1, 3, 3)  # epoch 1 trained, not yet validated
+    assert not (save / LOCK_NAME).exists()
+    res = run_train(data_dir, save, "--max-epoch", "2")
+    assert res.exit_code == 0, res.output
+    pa, pb = params(ref / "checkpoint_last.pt"), params(save / "checkpoint_last.pt")
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+
+
+def test_sigterm_during_a_checkpoint_write_finishes_it_then_stops(data_dir, tmp_path, monkeypatch):
+    import nmtkit.train.trainer as trainer_mod
+
+    ref = tmp_path / "ref"
+    assert run_train(data_dir, ref, "--max-epoch", "2").exit_code == 0
+    real = trainer_mod.save_checkpoint
+    calls = []
+
+    def save(path, payload):  # noqa: ANN001, ANN202
+        calls.append(Path(path).name)
+        if len(calls) == 1:
+            _send_sigterm_here()  # while the end-of-epoch checkpoints are being written
+        real(path, payload)
+
+    save_dir = tmp_path / "c"
+    monkeypatch.setattr(trainer_mod, "save_checkpoint", save)
+    res = run_train(data_dir, save_dir, "--max-epoch", "2")
+    monkeypatch.setattr(trainer_mod, "save_checkpoint", real)
+    assert res.exit_code == 130, res.output
+    assert calls == ["checkpoint_last.pt", "checkpoint1.pt", "checkpoint_best.pt"]  # the write completed, nothing more
+    st = state_of(save_dir)
+    assert (st["epoch"], st["batches_done"], st["update"]) == (2, 0, 3)
+    assert not list(save_dir.glob(".*.tmp"))
+    res = run_train(data_dir, save_dir, "--max-epoch", "2")
+    assert res.exit_code == 0, res.output
+    pa, pb = params(ref / "checkpoint_last.pt"), params(save_dir / "checkpoint_last.pt")
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+
+
+def _slow_args(data: Path, save: Path, *extra: str) -> list[str]:
+    """A run that goes on until stopped, one sentence per update."""
+    return [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "1", "--max-epoch", "100000",
+            "--log-interval", "1", "--no-progress", "--threads", "1", *extra]
+
+
+def _trainer_process(data: Path, save: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "nmtkit.cli.train", *_slow_args(data, save, *extra)]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_update(save: Path, update: int, proc: subprocess.Popen) -> None:
+    log = save / "train_log.jsonl"
+    deadline = time.time() + 90
+    while time.time() < deadline and proc.poll() is None:
+        if log.exists() and any(u >= update for u in train_records_safe(save)):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"trainer did not reach update {update}: {proc.poll()}")
+
+
+def train_records_safe(save: Path) -> list[int]:
+    out = []
+    for line in (save / "train_log.jsonl").read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if rec.get("event") == "train":
+            out.append(rec["update"])
+    return out
+
+
+def test_second_trainer_is_refused_and_sigterm_stops_the_first(data_dir, tmp_path):
+    save = tmp_path / "c"
+    proc = _trainer_process(data_dir, save)
+    try:
+        _wait_for_update(save, 1, proc)
+        res = run_train(data_dir, save, "--max-update", "1")
+        assert res.exit_code == 1 and f"(pid {proc.pid})" in res.output
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "SIGTERM: wrote" in err and "Traceback" not in err
+    assert not (save / LOCK_NAME).exists()
+    assert state_of(save)["update"] >= 1
+
+
+# -- item 8: leftovers of kill -9 --------------------------------------------------------------
+def test_kill_9_then_resume_leaves_no_duplicate_log_records_or_temp_files(data_dir, tmp_path):
+    save = tmp_path / "c"
+    proc = _trainer_process(data_dir, save, "--save-interval-updates", "4")
+    try:
+        _wait_for_update(save, 7, proc)
+    finally:
+        proc.kill()  # SIGKILL: no cleanup at all
+        proc.wait()
+    assert (save / LOCK_NAME).exists()
+    killed_at = max(train_records_safe(save))
+    with open(save / "train_log.jsonl", "a") as fh:
+        fh.write('{"time": 1, "event": "train", "upd')  # a record torn by the kill
+    leftover = save / f".checkpoint_last.pt.{dead_pid()}.abcd1234.tmp"
+    leftover.write_bytes(b"partial")
+    stop = killed_at + 3
+    res = CliRunner().invoke(train, _slow_args(data_dir, save, "--save-interval-updates", "4", "--max-update", str(stop)))
+    assert res.exit_code == 0, res.output
+    updates = train_records(save)
+    assert updates == list(range(1, stop + 1)), updates  # each update once, in order
+    assert not leftover.exists() and "stale lock" in res.output
+    events = [json.loads(l)["event"] for l in (save / "train_log.jsonl").read_text().splitlines()]
+    assert events.count("start") == 2  # the killed run's start is history and stays

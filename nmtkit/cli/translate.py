@@ -1,8 +1,9 @@
 """``nmtkit-translate``: translate raw text from stdin (or --input), one output line per input line.
 
 Lines are read in buffers (``--buffer-size``), sorted by length, translated in batches and
-written back in input order, flushed after every buffer; on a terminal each line is
-translated as soon as it is entered.  Invalid UTF-8 stops with an error naming the line,
+written back in input order, flushed after every buffer; on a pipe or terminal a buffer also
+ends when the input pauses (no new line within a few ms), so each line that has arrived is
+translated at once (``nmtkit.utils.streaming``).  Invalid UTF-8 stops with an error naming the line,
 after every earlier line has been written.
 """
 from __future__ import annotations
@@ -16,6 +17,8 @@ import click
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
 from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.signals import handles_sigterm
+from nmtkit.utils.streaming import PAUSE
 
 PROG = "nmtkit-translate"
 COPY = "\0copy"  # --replace-unk without a dictionary
@@ -23,10 +26,15 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 
 def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
     """Yield (0-based index, text) per ``\\n`` line; a decoding error is yielded, not raised,
-    so the caller can first write out everything before it."""
+    so the caller can first write out everything before it; ``(k, PAUSE)`` when a pipe paused."""
+    from nmtkit.utils.streaming import iter_raw_lines
     from nmtkit.utils.textio import decode_line
 
-    for k, raw in enumerate(stream):
+    k = 0
+    for raw in iter_raw_lines(stream):
+        if raw is PAUSE:  # the input paused after line k - 1
+            yield k, PAUSE
+            continue
         if raw.endswith(b"\n"):
             raw = raw[:-1]
         try:
@@ -34,6 +42,7 @@ def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
         except InputError as exc:
             yield k, exc
             return
+        k += 1
 
 
 @click.command("translate", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -65,6 +74,7 @@ def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
 @click.option("--threads", default=0, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
 @handle_errors(PROG)
+@handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble."""
     import torch
@@ -114,6 +124,11 @@ def command(**kw) -> None:  # noqa: ANN003
             buf: list[tuple[int, str]] = []
             error: Optional[InputError] = None
             for k, text in read_input(in_stream, in_name):
+                if text is PAUSE:  # a pipe paused: translate and write what has arrived
+                    if buf:
+                        flush(buf)
+                        buf = []
+                    continue
                 if isinstance(text, InputError):
                     error = text
                     break

@@ -1,0 +1,73 @@
+"""Raw ``\\n`` lines of an input that may pause (a pipe, a terminal, a socket), with the pauses.
+
+Why: a translator reading a pipe in buffers of 2,000 lines would keep the first line's answer
+until 1,999 more lines or the end of input arrive, which never happens in an interactive
+pipeline (``(echo A; sleep 8; echo B) | nmtkit-translate``).  :func:`iter_raw_lines` yields
+:data:`PAUSE` whenever no complete new line arrived for ``pause_s`` seconds, so the caller can
+translate and flush what it holds.  A regular file never pauses and is read exactly as before
+(plain buffered iteration), so whole-file throughput does not change.
+"""
+from __future__ import annotations
+
+import io
+import os
+import select
+import stat
+from typing import BinaryIO, Iterator, Union
+
+#: Yielded when the input has paused (no complete new line within ``pause_s``).
+PAUSE = None
+
+#: How long the input must be quiet before what has arrived is handed on.
+DEFAULT_PAUSE_S = 0.005
+
+_CHUNK = 1 << 16
+
+
+def _fd_that_can_pause(stream: BinaryIO) -> int | None:
+    """The stream's file descriptor when it is a pipe, terminal, socket or FIFO; None for regular
+    files and objects without one.  The stream must be unread: its descriptor is read directly."""
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISBLK(mode):
+        return None
+    return fd
+
+
+def iter_raw_lines(stream: BinaryIO, pause_s: float = DEFAULT_PAUSE_S) -> Iterator[Union[bytes, None]]:
+    """Yield each line of ``stream`` as bytes with its ``\\n`` (the last one may lack it), and
+    :data:`PAUSE` after lines when the input goes quiet.
+
+    Lines split on ``\\n`` only, as iterating a binary file does.  On a pipe the descriptor is
+    read with ``select`` + ``os.read`` (blocking mode untouched: it may be shared with other
+    processes); a partial line is held until its ``\\n`` or the end of input.
+    """
+    fd = _fd_that_can_pause(stream)
+    if fd is None:
+        yield from stream
+        return
+    pending = b""
+    paused = True  # nothing handed on since the last pause: wait without a timeout
+    while True:
+        if not paused:
+            ready, _, _ = select.select([fd], [], [], pause_s)
+            if not ready:
+                paused = True
+                yield PAUSE
+                continue
+        data = os.read(fd, _CHUNK)
+        if not data:
+            break
+        pending += data
+        if b"\n" not in data:
+            continue
+        lines = pending.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            yield line + b"\n"
+        paused = False
+    if pending:
+        yield pending

@@ -206,7 +206,8 @@ class LuongModel(Seq2SeqModel):
         layer_drop = rnn.dropout if (rnn.training and rnn.dropout > 0) else 0.0
         outs, attns = [], []
         for t in range(tgt_len):
-            gates = torch.addmm(pre[:, t], self.embed_dropout(feed), w_feed).addmm_(hs[0], w_rec)
+            # out of place: under autocast addmm casts its operands, an in-place addmm_ would not
+            gates = torch.addmm(torch.addmm(pre[:, t], self.embed_dropout(feed), w_feed), hs[0], w_rec)
             i, f, g, o = gates.chunk(4, dim=1)
             cs[0] = torch.sigmoid(f) * cs[0] + torch.sigmoid(i) * torch.tanh(g)
             hs[0] = torch.sigmoid(o) * torch.tanh(cs[0])

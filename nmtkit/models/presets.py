@@ -181,6 +181,20 @@ def luong_medium(cfg: dict) -> None:
     luong_small(cfg)
 
 
+#: What the Multi30k recipe (examples/multi30k) trains with: chosen on Multi30k valid BLEU in a
+#: sweep of input feeding, dropout 0.3/0.4, lr 1e-3/2e-3, 1/2 layers and rnnsearch_small (bench/RESULTS.md).
+M30K_TRAINING = {"optimizer": "adam", "lr": 0.002, "lr_schedule": "plateau"}
+
+
+@register_arch("luong", "luong_m30k", train_defaults=M30K_TRAINING)
+def luong_m30k(cfg: dict) -> None:
+    """Multi30k-sized Luong model: biLSTM encoder + bridge, 2x256 LSTM decoder, global (general) attention, input feeding, all embeddings tied, dropout 0.3."""
+    cfg.setdefault("encoder_bidirectional", True)
+    cfg.setdefault("share_all_embeddings", True)
+    cfg.setdefault("dropout", 0.3)
+    luong_small(cfg)
+
+
 @register_arch("rnnsearch", "rnnsearch_small")
 def rnnsearch_small(cfg: dict) -> None:
     """CPU-sized RNNsearch: biGRU 256 per direction, 256-dim embeddings, maxout 256, dropout 0.2."""

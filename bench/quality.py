@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Translation quality of the Multi30k recipe (examples/multi30k/run.sh) on test2016.
+
+Runs the recipe for each ``--seeds`` side by side (one thread, i.e. one core, per model; each
+model gets ``--hours`` of wall-clock training), then translates test2016 with an ensemble of
+the seeds, and reports for the pair:
+
+* valid BLEU per epoch of every seed (greedy, what the recipe selects checkpoints by) and a
+  learning-curve picture (``bench/quality_<pair>.png``);
+* test2016 BLEU and chrF, cased and detokenized sacreBLEU, of the single best model (by valid
+  BLEU), of the average of its last epoch checkpoints, and of the ensemble;
+* training wall time and CPU time of each model, and the load average before and after.
+
+``--report-only`` skips running and reports what a previous run left in ``--work`` (the
+recipe skips finished steps, so running again also only completes what is missing).
+``--record`` appends a section to bench/RESULTS.md and one JSON object per figure to
+bench/results.jsonl.  Tune on valid only: test2016 is scored here and nowhere else.
+
+    python bench/quality.py --work /tmp/m30k --pair en-de --seeds 1 2 --hours 2 --record
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import benchlib as bl
+
+RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
+RESULTS_JSONL = bl.REPO / "bench" / "results.jsonl"
+
+
+def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str) -> dict[int, bl.Run]:
+    """The recipe for every seed at once (one core each), then the ensemble of the seeds.
+    The first seed's run preprocesses; the others start once its data directory exists."""
+    import threading
+    import time
+
+    src, tgt = pair.split("-")
+    wdir = work / f"m30k-{pair}"
+    env_base = {**os.environ, "SRC": src, "TGT": tgt, "WORK": str(wdir), "HOURS": str(hours),
+                "THREADS": "1", "NMTKIT_DATA": data}
+    runs: dict[int, bl.Run] = {}
+
+    def one(seed: int) -> None:
+        runs[seed] = bl.run_cmd(["bash", str(RECIPE)], env={**env_base, "SEED": str(seed)}, log=work / f"{pair}.seed{seed}.log")
+
+    threads = [threading.Thread(target=one, args=(seeds[0],))]
+    threads[0].start()
+    while not (wdir / "data" / "meta.json").exists() and threads[0].is_alive():
+        time.sleep(2)
+    for seed in seeds[1:]:
+        threads.append(threading.Thread(target=one, args=(seed,)))
+        threads[-1].start()
+    for t in threads:
+        t.join()
+    if len(seeds) > 1:
+        subprocess.run(["bash", str(RECIPE)], env={**env_base, "ENSEMBLE": " ".join(map(str, seeds))}, check=True)
+    return runs
+
+
+def read_log(path: Path) -> dict:
+    """Valid records per epoch and the training wall time (sum of the run segments)."""
+    events = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    valid = [e for e in events if e.get("event") == "valid" and "epoch" in e and "train_loss" in e]
+    wall, seg_start = 0.0, None
+    for e in events:
+        if e.get("event") == "start":
+            seg_start = e["time"]
+        elif seg_start is not None and e.get("event") in ("end", "interrupted"):
+            wall += e["time"] - seg_start
+            seg_start = None
+    if seg_start is not None and events:
+        wall += events[-1]["time"] - seg_start
+    return {"valid": valid, "train_wall_s": wall, "updates": max((e.get("update", 0) for e in events), default=0)}
+
+
+def score(hyp: Path, ref: Path) -> tuple[float, float]:
+    from nmtkit.evaluate.metrics import corpus_bleu, corpus_chrf
+    from nmtkit.utils.textio import read_lines
+
+    hyps, refs = read_lines(hyp, allow_empty_file=True), read_lines(ref)
+    return corpus_bleu(hyps, [refs]).score, corpus_chrf(hyps, [refs]).score
+
+
+def plot(pair: str, logs: dict[int, dict], path: Path) -> None:
+    """Valid BLEU (left) and valid perplexity (right) per epoch, one line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    for seed, log in logs.items():
+        ep = [r["epoch"] for r in log["valid"]]
+        a.plot(ep, [r.get("valid_bleu") for r in log["valid"]], marker="o", label=f"seed {seed}")
+        b.plot(ep, [r["valid_ppl"] for r in log["valid"]], marker="s", label=f"seed {seed}")
+    a.set(xlabel="epoch", ylabel="valid BLEU (greedy, cased, detok.)", title=f"Multi30k {pair}: luong_m30k")
+    b.set(xlabel="epoch", ylabel="valid perplexity", yscale="log")
+    for ax in (a, b):
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_common_args(ap)
+    ap.add_argument("--pair", default="en-de")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--hours", type=float, default=2.0)
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--device-note", default="", help="where training ran when it was not this machine's CPU (e.g. an H100)")
+    ap.add_argument("--cpu-seconds", default="", help="SEED=SECONDS,...: CPU time of each model measured outside this script (report-only)")
+    ap.add_argument("--load-before", default="", help="uptime line before training (report-only)")
+    ap.add_argument("--command", action="append", default=[], help="the exact command(s) that ran, when not this script's recipe calls (report-only; repeatable)")
+    args = ap.parse_args()
+    work = Path(args.work)
+    bl.check_outside_repo(work)
+    work.mkdir(parents=True, exist_ok=True)
+    src, tgt = args.pair.split("-")
+    wdir = work / f"m30k-{args.pair}"
+    load_before = args.load_before or bl.uptime_line()
+    cpu = {int(k): float(v) for k, v in (kv.split("=") for kv in args.cpu_seconds.split(",") if kv)}
+    if not args.report_only:
+        for seed, run in run_recipe(work, args.pair, args.seeds, args.hours, args.data).items():
+            cpu[seed] = run.cpu
+    load_after = bl.uptime_line()
+
+    ref = Path(args.data) / "multi30k" / f"test2016.{tgt}"
+    logs = {s: read_log(wdir / f"seed{s}" / "train_log.jsonl") for s in args.seeds}
+    picture = bl.REPO / "bench" / f"quality_{args.pair}.png"
+    plot(args.pair, logs, picture)
+    rows, records = [], []
+    commit = bl.git_commit()
+    for seed in args.seeds:
+        log = logs[seed]
+        best = max(log["valid"], key=lambda r: r.get("valid_bleu", -1))
+        for system, label in (("single", f"seed{seed}-best"), ("averaged", None)):
+            hyp = next(iter(sorted(wdir.glob(f"test2016.{label}.hyp.{tgt}"))), None) if label else \
+                next(iter(sorted(wdir.glob(f"test2016.seed{seed}-avg*.hyp.{tgt}"))), None)
+            if hyp is None:
+                continue
+            bleu, chrf = score(hyp, ref)
+            rows.append([f"{system} (seed {seed})", f"{bleu:.2f}", f"{chrf:.2f}", f"{log['train_wall_s'] / 60:.0f} min",
+                         f"{cpu[seed] / 60:.0f} min" if seed in cpu else "n/a", len(log["valid"]),
+                         f"{best.get('valid_bleu')} (epoch {best['epoch']})", hyp.name])
+            records.append({"system": system, "seed": seed, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+                            "train_wall_s": round(log["train_wall_s"]), "train_cpu_s": round(cpu[seed]) if seed in cpu else None,
+                            "epochs": len(log["valid"])})
+    for hyp in sorted(wdir.glob(f"test2016.ensemble-*.hyp.{tgt}")):
+        bleu, chrf = score(hyp, ref)
+        wall = max(logs[s]["train_wall_s"] for s in args.seeds)
+        rows.append(["ensemble", f"{bleu:.2f}", f"{chrf:.2f}", f"{wall / 60:.0f} min (side by side)", "", "", "", hyp.name])
+        records.append({"system": "ensemble", "seeds": args.seeds, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+                        "train_wall_s": round(wall)})
+    curves = "\n".join(
+        f"- seed {s}: " + ", ".join(f"{r['epoch']}: {r.get('valid_bleu')}" for r in logs[s]["valid"])
+        + f" (valid ppl {logs[s]['valid'][-1]['valid_ppl']:.2f} after epoch {logs[s]['valid'][-1]['epoch']})"
+        for s in args.seeds if logs[s]["valid"]
+    )
+    where = args.device_note or "this machine's CPU, 1 thread (one core) per model, the seeds side by side"
+    body = (
+        f"Multi30k {args.pair}, recipe `examples/multi30k/run.sh` (luong_m30k, joint BPE 8k, batch 64, label smoothing 0.1, "
+        f"Adam 2e-3 + plateau on valid BLEU), " + (f"trained on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
+        + "test2016 scored with cased, detokenized sacreBLEU (13a) and chrF2.\n\n"
+        + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "best valid BLEU (greedy)", "output"], rows)
+        + f"\n\nValid BLEU (greedy) per epoch:\n\n{curves}\n\nLearning curves: `bench/{picture.name}`.\n"
+    )
+    env = " ".join(f"{k}={v}" for k, v in (("SRC", src), ("TGT", tgt), ("HOURS", args.hours), ("THREADS", 1)))
+    commands = [f"{env} SEED={s} bash examples/multi30k/run.sh" for s in args.seeds]
+    if len(args.seeds) > 1:
+        commands.append(f"{env} ENSEMBLE=\"{' '.join(map(str, args.seeds))}\" bash examples/multi30k/run.sh")
+    commands = args.command or commands
+    text = bl.section(f"quality: Multi30k {args.pair} test2016", bl.machine_info(), load_before, load_after,
+                      bl.software_line({}), body, commands)
+    print(text)
+    if args.record:
+        bl.append_results(text)
+        base = {"bench": "quality", "date": bl.now(), "commit": commit, "pair": args.pair, "set": "test2016",
+                "load": {"before": load_before, "after": load_after}, "device": where}
+        with open(RESULTS_JSONL, "a", encoding="utf-8") as fh:
+            for r in records:
+                fh.write(json.dumps({**base, **r}) + "\n")
+        print(f"appended {len(records)} records to {RESULTS_JSONL}")
+
+
+if __name__ == "__main__":
+    main()

@@ -3,6 +3,9 @@
 A checkpoint carries everything needed to translate without the data directory: the model
 name, arch and resolved options, both dictionaries, the text pipeline (tokenizer, lowercasing,
 BPE codes inlined), the weights, and (for resuming) the full training state.
+
+It sits at the package root because training writes checkpoints and generation (translate,
+score, align) reads them: neither may depend on the other (``nmtkit.train.checkpoint`` re-exports it).
 """
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ def _read_corpus(o: dict[str, Any], ckpt: dict[str, Any]) -> tuple[list[str], li
         tgt_name = "<stdin>" if o["target"] == "-" else o["target"]
         return read_lines(o["source"]), read_lines(o["target"]), src_name, tgt_name, False
     from nmtkit.data.dataset import DataDir
-    from nmtkit.train.checkpoint import pipelines_from_checkpoint
+    from nmtkit.checkpoint import pipelines_from_checkpoint
 
     data = DataDir(o["data"])
     src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpt)
@@ -218,7 +218,7 @@ def run_align(o: dict[str, Any]) -> None:
     # every input is read and checked before any decoding
     src_lines, tgt_lines, src_name, tgt_name, pretok = _read_corpus(o, ckpts[0])
     from nmtkit.evaluate.align_pipeline import prepare_corpus
-    from nmtkit.train.checkpoint import pipelines_from_checkpoint
+    from nmtkit.checkpoint import pipelines_from_checkpoint
 
     src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
     prepared = prepare_corpus(src_lines, tgt_lines, src_pipe, tgt_pipe, model.src_dict, model.tgt_dict,

@@ -22,7 +22,7 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
     The result is an ordinary checkpoint that translate, score and align load like any other
     (it holds no training state).  Checkpoints of different models are refused."""
     from nmtkit.train.average import average_checkpoints, last_epoch_checkpoints
-    from nmtkit.train.checkpoint import save_checkpoint
+    from nmtkit.checkpoint import save_checkpoint
 
     paths = list(inputs) + list(more)
     if last is not None:

@@ -1,22 +1,20 @@
-"""What every subcommand shares: one-line errors and exit statuses, the rich console, device choice."""
+"""What every subcommand shares: one-line errors and exit statuses; the console and device choice
+live in ``nmtkit.utils`` (the library uses them too) and are re-exported here."""
 from __future__ import annotations
 
 import functools
 import io
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 import click
-from rich.console import Console
 
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.console import console
+from nmtkit.utils.device import parse_device
 
-if TYPE_CHECKING:
-    import torch
-
-#: Progress, tables and messages go to stderr so that stdout carries only results.
-console = Console(stderr=True, highlight=False, soft_wrap=True)
+__all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
@@ -98,13 +96,3 @@ class NmtkitCommand(click.Command):
         except click.UsageError as exc:
             raise OneLineUsageError(exc.format_message(), f"nmtkit-{self.name}", exc.ctx) from None
 
-
-def parse_device(name: str) -> "torch.device":
-    """Resolve ``auto|cpu|cuda[:N]``; ``auto`` takes a GPU when one is present."""
-    import torch
-
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise NmtkitError(f"--device {name} asked for, but no CUDA GPU is available")
-    return torch.device(name)

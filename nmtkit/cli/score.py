@@ -233,7 +233,7 @@ def forced_scores(checkpoints: str, *, data_dir: str | None, split: str, source:
     from nmtkit.data.dictionary import EOS_ID
     from nmtkit.generate.forced import score_corpus
     from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
-    from nmtkit.train.checkpoint import pipelines_from_checkpoint
+    from nmtkit.checkpoint import pipelines_from_checkpoint
 
     model, ckpts = load_ensemble(checkpoints, device)
     first_path = split_checkpoint_paths(checkpoints)[0]

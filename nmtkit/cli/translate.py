@@ -82,7 +82,7 @@ def command(**kw) -> None:  # noqa: ANN003
     from nmtkit.generate.loading import load_ensemble
     from nmtkit.generate.translator import SearchOptions, Translator
     from nmtkit.generate.unk import load_lexicon
-    from nmtkit.train.checkpoint import pipelines_from_checkpoint
+    from nmtkit.checkpoint import pipelines_from_checkpoint
     from nmtkit.utils.progress import progress_bar
 
     search = SearchOptions(kw["beam"], kw["nbest"], kw["max_len_a"], kw["max_len_b"], kw["min_len"], kw["lenpen"], kw["lenpen_form"], kw["unkpen"])

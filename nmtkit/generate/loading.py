@@ -32,7 +32,7 @@ def load_ensemble(paths: str, device: Optional[torch.device] = None) -> tuple[En
     Returns the ensemble (eval mode) and the checkpoint dictionaries in the same order
     (the first one's text pipelines are the ensemble's: members share dictionaries).
     """
-    from nmtkit.train.checkpoint import load_model
+    from nmtkit.checkpoint import load_model
 
     items = split_checkpoint_paths(paths)
     loaded = [load_model(p, device) for p in items]

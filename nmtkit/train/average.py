@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import torch
 
 from nmtkit.errors import NmtkitError
-from nmtkit.train.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint
 
 #: What must be identical for checkpoints to be averaged (and is copied to the result).
 SAME_KEYS = ("model_name", "model_config", "src_dict", "tgt_dict", "src_pipeline", "tgt_pipeline")

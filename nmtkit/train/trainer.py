@@ -25,7 +25,7 @@ import torch
 from nmtkit.data.dataset import DataDir, ParallelDataset, collate, make_batches
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
-from nmtkit.train.checkpoint import load_checkpoint, model_payload, save_checkpoint
+from nmtkit.checkpoint import load_checkpoint, model_payload, save_checkpoint
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import DEFAULT_LR, LRSchedule, build_optimizer
 from nmtkit.utils.tempfiles import remove_stale_temps
@@ -255,7 +255,7 @@ class Trainer:
     """Owns the model, optimizer, schedule and data of one training run."""
 
     def __init__(self, opt: TrainOptions, model_overrides: dict[str, Any], console, dist: distmod.DistInfo) -> None:  # noqa: ANN001
-        from nmtkit.cli.common import parse_device
+        from nmtkit.utils.device import parse_device
         from nmtkit.models import registry
 
         self.opt = opt

@@ -4,7 +4,7 @@ from __future__ import annotations
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from nmtkit.cli.common import console
+from nmtkit.utils.console import console
 
 
 class RateColumn(ProgressColumn):

@@ -1,0 +1,62 @@
+"""The library never imports its command line, and generation never imports training.
+
+Why: users embed nmtkit (``from nmtkit import Translator``) in services; pulling in click
+commands or the trainer there is wrong and, with cycles, fragile.  Imports are read with
+``ast`` (also those inside functions), so a lazy import cannot hide a violation.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import nmtkit
+
+PKG = Path(nmtkit.__file__).parent
+
+
+def _imports(path: Path, root: Path = PKG.parent) -> list[tuple[int, str]]:
+    """(line, module) for every import in ``path``, relative imports resolved."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = parts if path.name == "__init__.py" else parts[:-1]
+                base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
+            out.append((node.lineno, base))
+            out += [(node.lineno, f"{base}.{a.name}") for a in node.names]  # from nmtkit import cli
+    return out
+
+
+def _violations(where: str, forbidden: str, exempt: tuple[str, ...] = ()) -> list[str]:
+    found = []
+    for path in sorted((PKG / where).rglob("*.py") if where else PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).as_posix()
+        if rel.startswith(exempt):
+            continue
+        for line, mod in _imports(path):
+            if mod == forbidden or mod.startswith(forbidden + "."):
+                found.append(f"{rel}:{line} imports {mod}")
+    return found
+
+
+def test_nothing_outside_the_cli_imports_the_cli():
+    # ``python -m nmtkit`` is the command line's entry point, so it may start it
+    assert _violations("", "nmtkit.cli", exempt=("nmtkit/cli/", "nmtkit/__main__.py")) == []
+
+
+def test_generation_does_not_import_training():
+    assert _violations("generate", "nmtkit.train") == []
+
+
+def test_the_check_sees_lazy_and_relative_imports(tmp_path):
+    mod = tmp_path / "nmtkit" / "utils" / "m.py"
+    mod.parent.mkdir(parents=True)
+    mod.write_text("def f():\n    from nmtkit.cli.common import console\n\nfrom ..cli import translate\nfrom .. import cli\n")
+    mods = [m for _, m in _imports(mod, root=tmp_path)]
+    assert "nmtkit.cli.common" in mods and "nmtkit.cli.translate" in mods and "nmtkit.cli" in mods

@@ -124,7 +124,13 @@ def main() -> None:
         base = {**base, "bench": "gpu_translate_speed", "arch": args.ckpt, "beam": 5, "batch_size": args.batch_size}
         for compile_step in (False, True):
             for amp in ("none", "bf16"):
-                r = translate_throughput(args.ckpt, args.test, compile_step, amp, args.batch_size)
+                try:
+                    r = translate_throughput(args.ckpt, args.test, compile_step, amp, args.batch_size)
+                except Exception as exc:  # noqa: BLE001 - a failing variant (e.g. compile) is a result too
+                    row = {**base, "compile": compile_step, "amp": amp, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+                    continue
                 hyps = r.pop("hyps")
                 tag = f"{'compiled' if compile_step else 'eager'}-{amp}"
                 if args.hyp_dir:

@@ -13,7 +13,9 @@ import io
 import os
 import select
 import stat
-from typing import BinaryIO, Iterator, Union
+from typing import BinaryIO, Callable, Iterator, Optional, Union
+
+from nmtkit.errors import InputError
 
 #: Yielded when the input has paused (no complete new line within ``pause_s``).
 PAUSE = None
@@ -71,3 +73,32 @@ def iter_raw_lines(stream: BinaryIO, pause_s: float = DEFAULT_PAUSE_S) -> Iterat
         paused = False
     if pending:
         yield pending
+
+
+def iter_input_lines(stream: BinaryIO, name: str, *, strict: bool = False,
+                     on_invalid: Optional[Callable[[InputError], None]] = None,
+                     pause_s: float = DEFAULT_PAUSE_S) -> Iterator[tuple[int, Union[str, InputError, None]]]:
+    """Yield ``(0-based index, text)`` per ``\\n`` line of a file, pipe or terminal, and
+    ``(k, PAUSE)`` when a pipe paused before line ``k``.
+
+    One decoder for every kind of input (:func:`nmtkit.utils.textio.decode_line`), so a file,
+    a pipe and a trickle from a terminal give the same text.  Lenient by default: invalid UTF-8
+    becomes U+FFFD and ``on_invalid`` gets an :class:`InputError` naming ``name``:line, so no
+    later line is lost.  With ``strict`` the error is *yielded* as ``(k, InputError)`` and the
+    input ends there, so the caller can first write out every earlier line.
+    """
+    from nmtkit.utils.textio import decode_line
+
+    k = 0
+    for raw in iter_raw_lines(stream, pause_s):
+        if raw is PAUSE:  # the input paused after line k - 1
+            yield k, PAUSE
+            continue
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        try:
+            yield k, decode_line(raw, name, k + 1, strict=strict, on_invalid=on_invalid)
+        except InputError as exc:
+            yield k, exc
+            return
+        k += 1

@@ -3,8 +3,8 @@
 Why this module exists: Python's ``str.splitlines`` and text-mode files treat ``\\r``,
 U+2028, U+0085 and friends as line breaks, which silently adds lines to a corpus and
 breaks parallelism.  Everything in nmtkit reads text through here, splitting on ``\\n``
-only, decoding UTF-8 strictly, dropping a UTF-8 byte-order mark at the start of a file and
-naming file and line on failure.  Outputs are written to a temporary file or directory and
+only, decoding UTF-8 strictly (or, for translation, replacing bad bytes with a warning),
+dropping a UTF-8 byte-order mark at the start of a file and naming file and line on failure.  Outputs are written to a temporary file or directory and
 renamed into place only on success; they get the usual permissions under the umask, and a
 failed write is an :class:`~nmtkit.errors.OutputError` naming the user's path (never the
 temporary one) with the reason.
@@ -18,7 +18,7 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Iterator, TextIO
+from typing import BinaryIO, Callable, Iterator, Optional, TextIO
 
 from nmtkit.errors import InputError, OutputError
 from nmtkit.utils.tempfiles import remove_stale_temps, temp_prefix
@@ -28,9 +28,18 @@ from nmtkit.utils.tempfiles import remove_stale_temps, temp_prefix
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def decode_line(raw: bytes, path: str, lineno: int) -> str:
-    """Decode one raw line (without its ``\\n``) as strict UTF-8, or raise naming file:line.
+#: The problem reported for a line whose invalid UTF-8 was replaced (lenient decoding).
+INVALID_UTF8_REPLACED = "invalid UTF-8 replaced"
 
+
+def decode_line(raw: bytes, path: str, lineno: int, *, strict: bool = True,
+                on_invalid: Optional[Callable[[InputError], None]] = None) -> str:
+    """Decode one raw line (without its ``\\n``) as UTF-8.
+
+    ``strict``: invalid UTF-8 raises an :class:`InputError` naming file:line (a corpus must be
+    clean).  Otherwise the bad bytes become U+FFFD and ``on_invalid`` is told, once for the
+    line, with an :class:`InputError` naming file:line: a translator should not lose every
+    later line because one is damaged.
     A byte-order mark starting line 1 is dropped: it is not text, and kept it would become
     part of the first word (a ``\\ufeffA`` vocabulary entry, a reference that no longer matches).
     """
@@ -39,23 +48,29 @@ def decode_line(raw: bytes, path: str, lineno: int) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(path, lineno, f"invalid UTF-8 at byte {exc.start}") from None
+        if strict:
+            raise InputError(path, lineno, f"invalid UTF-8 at byte {exc.start}") from None
+        text = raw.decode("utf-8", errors="replace")
+        if on_invalid is not None:
+            on_invalid(InputError(path, lineno, INVALID_UTF8_REPLACED))
     if text.endswith("\r"):
         text = text[:-1]  # tolerate CRLF files; a stray \r inside a line is kept as text
     return text
 
 
-def iter_binary_lines(stream: BinaryIO, path: str) -> Iterator[tuple[int, str]]:
+def iter_binary_lines(stream: BinaryIO, path: str, *, strict: bool = True,
+                      on_invalid: Optional[Callable[[InputError], None]] = None) -> Iterator[tuple[int, str]]:
     """Yield ``(lineno, text)`` for each ``\\n``-terminated line of a byte stream.
 
     A final line without a trailing newline is still yielded.  Only ``\\n`` ends a line.
+    ``strict``/``on_invalid``: see :func:`decode_line`.
     """
     lineno = 0
     for raw in stream:  # binary iteration splits on b"\n" only
         lineno += 1
         if raw.endswith(b"\n"):
             raw = raw[:-1]
-        yield lineno, decode_line(raw, path, lineno)
+        yield lineno, decode_line(raw, path, lineno, strict=strict, on_invalid=on_invalid)
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:

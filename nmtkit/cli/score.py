@@ -26,27 +26,13 @@ from typing import Any, Sequence
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, bleu_by_length, parse_edges
-from nmtkit.evaluate.metrics import (
-    DEFAULT_BOOTSTRAP_SAMPLES,
-    BootstrapResult,
-    MetricResult,
-    corpus_scores,
-    paired_bootstrap as run_paired_bootstrap,
-    parse_metric_names,
-    perplexity,
-    sentence_scores,
-)
-from nmtkit.utils.textio import check_parallel, read_lines
+from nmtkit.evaluate.length_buckets import BucketScore
+from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
+from nmtkit.evaluate.scoring import display_name as _display, score_files, score_model
 
 PROG = "nmtkit-score"
-DEFAULT_METRICS = "bleu,chrf"
-
-
-def _display(path: str) -> str:
-    return "<stdin>" if path == "-" else path
 
 
 def _fmt(x: float | None, digits: int = 2) -> str:
@@ -56,36 +42,6 @@ def _fmt(x: float | None, digits: int = 2) -> str:
 # ---------------------------------------------------------------------------------------
 # text scoring
 # ---------------------------------------------------------------------------------------
-def _resolve_labels(sys_files: Sequence[str], labels: str | None) -> list[str]:
-    """System names: ``--labels`` if given (one per --sys), else the file names."""
-    if labels is None:
-        return ["stdin" if s == "-" else s for s in sys_files]
-    names = [s.strip() for s in labels.split(",")]
-    if len(names) != len(sys_files) or any(not n for n in names):
-        raise NmtkitError(f"--labels gives {len(names)} names for {len(sys_files)} systems "
-                          "(need one non-empty name per --sys)")
-    if len(set(names)) != len(names):
-        raise NmtkitError(f"--labels has a repeated name: {labels!r}")
-    return names
-
-
-def _read_inputs(sys_files: Sequence[str], ref_files: Sequence[str],
-                 src_file: str | None) -> tuple[list[list[str]], list[list[str]], list[str] | None]:
-    """Read every file (strict UTF-8, non-empty) and require equal line counts."""
-    if sum(1 for s in list(sys_files) + list(ref_files) + [src_file or ""] if s == "-") > 1:
-        raise NmtkitError("standard input ('-') can be read only once")
-    systems = [read_lines(s) for s in sys_files]
-    refs = [read_lines(r) for r in ref_files]
-    src = read_lines(src_file) if src_file is not None else None
-    paths = [_display(p) for p in list(sys_files) + list(ref_files)]
-    counts = [len(x) for x in systems + refs]
-    if src is not None:
-        paths.append(_display(src_file))
-        counts.append(len(src))
-    check_parallel(paths, counts)
-    return systems, refs, src
-
-
 def _print_corpus_table(labels: list[str], results: list[dict[str, MetricResult]]) -> None:
     table = Table(title="Corpus scores")
     table.add_column("system")
@@ -123,36 +79,13 @@ def _score_text(*, sys_files: Sequence[str], ref_files: Sequence[str], metrics: 
                 tokenized: bool, lowercase: bool, sentence_level: bool, by_length: bool,
                 src_file: str | None, buckets: str | None, plot: str | None, labels: str | None,
                 do_bootstrap: bool, bootstrap_samples: int, as_json: bool) -> None:
-    """Everything but model scoring: validate options, read, score, then print."""
-    sys_files = list(sys_files) or ["-"]
-    if not ref_files:
-        raise NmtkitError("give at least one --ref FILE (or --path CKPT for model scoring)")
-    metric_names = parse_metric_names(metrics or DEFAULT_METRICS)
-    by_length = by_length or plot is not None
-    if (src_file is not None or buckets is not None) and not by_length:
-        raise NmtkitError("--src and --buckets are used only with --by-length (or --plot)")
-    if sentence_level and (by_length or do_bootstrap):
-        raise NmtkitError("--sentence-level cannot be combined with --by-length, --plot or --paired-bootstrap")
-    if do_bootstrap and len(sys_files) != 2:
-        raise NmtkitError(f"--paired-bootstrap needs exactly two --sys files, got {len(sys_files)}")
-    edges = parse_edges(buckets) if buckets is not None else DEFAULT_EDGES
-    names = _resolve_labels(sys_files, labels)
-
-    systems, refs, src = _read_inputs(sys_files, ref_files, src_file)
-    opts = {"tokenized": tokenized, "lowercase": lowercase}
-
-    corpus = [corpus_scores(h, refs, metric_names, **opts) for h in systems]
-    sentences = [sentence_scores(h, refs, metric_names, **opts) for h in systems] if sentence_level else None
-    by_len = [bleu_by_length(h, refs, src, edges, **opts) for h in systems] if by_length else None
-    boot = (run_paired_bootstrap(list(zip(names, systems)), refs, metric_names, n_samples=bootstrap_samples, **opts)
-            if do_bootstrap else None)
-    if plot is not None and by_len is not None:
-        from nmtkit.evaluate.plots import plot_length_buckets
-
-        plot_length_buckets(plot, [b.label for b in by_len[0]],
-                            {n: [b.bleu for b in bs] for n, bs in zip(names, by_len)},
-                            xlabel="source sentence length (words)" if src is not None
-                            else "reference length (words)")
+    """Everything but model scoring: the library scores (:func:`score_files`), this prints."""
+    res = score_files(sys_files, ref_files, metrics=metrics, tokenized=tokenized, lowercase=lowercase,
+                      sentence_level=sentence_level, by_length=by_length, src_file=src_file, buckets=buckets,
+                      plot=plot, labels=labels, paired_bootstrap_test=do_bootstrap,
+                      bootstrap_samples=bootstrap_samples)
+    names, metric_names, corpus, opts = res.labels, res.metrics, res.corpus, res.options
+    sentences, by_len, boot = res.sentences, res.by_length, res.bootstrap
 
     _print_corpus_table(names, corpus)
     if by_len is not None:
@@ -163,7 +96,7 @@ def _score_text(*, sys_files: Sequence[str], ref_files: Sequence[str], metrics: 
         console.print(f"wrote {plot}")
 
     if as_json:
-        click.echo(json.dumps(_text_json(names, sys_files, metric_names, corpus, sentences, by_len, boot, opts),
+        click.echo(json.dumps(_text_json(names, res.files, metric_names, corpus, sentences, by_len, boot, opts),
                               indent=2, ensure_ascii=False))
     else:
         _text_lines(names, metric_names, corpus, sentences, by_len, boot)
@@ -221,69 +154,18 @@ def _text_json(names: list[str], sys_files: list[str], metric_names: list[str],
 # ---------------------------------------------------------------------------------------
 # model scoring (forced decoding of references)
 # ---------------------------------------------------------------------------------------
-def forced_scores(checkpoints: str, *, data_dir: str | None, split: str, source: str | None,
-                  target: str | None, batch_size: int, device: Any) -> list[Any]:
-    """Load the checkpoints as one ensemble and force-decode the references.
-
-    The references come from a preprocessed split (``data_dir``/``split``: ids as
-    binarized, dictionaries must be the model's) or from raw ``source``/``target`` files
-    (turned into pieces by the checkpoint's own text pipeline).  Returns
-    :class:`nmtkit.generate.forced.ForcedResult` objects in corpus order.
-    """
-    from nmtkit.data.dictionary import EOS_ID
-    from nmtkit.generate.forced import score_corpus
-    from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
-    from nmtkit.checkpoint import pipelines_from_checkpoint
-
-    model, ckpts = load_ensemble(checkpoints, device)
-    first_path = split_checkpoint_paths(checkpoints)[0]
-    if data_dir is not None:
-        from nmtkit.data.dataset import DataDir
-
-        data = DataDir(data_dir)
-        for side, mine, theirs in (("source", model.src_dict, data.src_dict), ("target", model.tgt_dict, data.tgt_dict)):
-            if mine.checksum() != theirs.checksum():
-                raise NmtkitError(f"{first_path} and {data_dir}: the {side} dictionaries differ "
-                                  "(score data preprocessed with the model's dictionaries, or use --source/--target)")
-        ds = data.load_split(split)
-        src_seqs = [ds.src[i].tolist() + [EOS_ID] for i in range(len(ds))]
-        tgt_seqs = [ds.tgt[i].tolist() + [EOS_ID] for i in range(len(ds))]
-    else:
-        assert source is not None and target is not None
-        src_lines, tgt_lines = read_lines(source), read_lines(target)
-        check_parallel([_display(source), _display(target)], [len(src_lines), len(tgt_lines)])
-        src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-        src_seqs = [model.src_dict.encode(src_pipe.encode(line)[1], add_eos=True) for line in src_lines]
-        tgt_seqs = [model.tgt_dict.encode(tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]
-    if not src_seqs:
-        raise NmtkitError(f"nothing to score: split {split!r} of {data_dir} is empty")
-    return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
-
-
 def _score_model(*, checkpoints: str, data: str | None, split: str, source: str | None,
                  target: str | None, batch_size: int, device: str, as_json: bool) -> None:
     """Reference log-probabilities per sentence and corpus perplexity under a model/ensemble."""
-    from nmtkit.generate.loading import split_checkpoint_paths
-
-    paths = split_checkpoint_paths(checkpoints)
-    if data is not None and (source is not None or target is not None):
-        raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
-    if data is None and (source is None or target is None):
-        raise NmtkitError("model scoring needs --data DIR (with --split) or both --source and --target")
-    if source is not None and source == target == "-":
-        raise NmtkitError("standard input ('-') can be read only once")
-
-    scores = forced_scores(checkpoints, data_dir=data, split=split, source=source, target=target,
-                           batch_size=batch_size, device=parse_device(device))
-    logprobs = [float(r.log_prob) for r in scores]
-    counts = [int(r.num_tokens) for r in scores]
-    total, n_tokens = sum(logprobs), sum(counts)
-    ppl = perplexity(total, n_tokens)
+    scores = score_model(checkpoints, data=data, split=split, source=source, target=target,
+                         batch_size=batch_size, device=device)
+    paths, logprobs, counts = scores.checkpoints, scores.logprobs, scores.n_tokens
+    total, n_tokens, ppl = scores.total_logprob, scores.total_tokens, scores.perplexity
 
     table = Table(title="Reference scoring (forced decoding)")
     for col in ("sentences", "tokens", "log-prob (nats)", "perplexity"):
         table.add_column(col, justify="right")
-    table.add_row(str(len(scores)), str(n_tokens), f"{total:.2f}", f"{ppl:.2f}")
+    table.add_row(str(len(logprobs)), str(n_tokens), f"{total:.2f}", f"{ppl:.2f}")
     console.print(table)
 
     if as_json:

@@ -1,0 +1,230 @@
+"""What ``nmtkit-score`` computes, as library functions: the command only parses options and prints.
+
+* :func:`score`: corpus metrics of hypotheses against references held in memory;
+* :func:`score_files`: everything the text mode of ``nmtkit-score`` does with files (labels, line
+  checks, sentence scores, BLEU by length and its plot, paired bootstrap) -> :class:`TextScores`;
+* :func:`score_model`: log-probabilities of references under a checkpoint or ensemble (forced
+  decoding) -> :class:`ModelScores`.
+
+Every input is read and checked before anything is scored, so a bad file never gives partial results.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence, Union
+
+from nmtkit.errors import NmtkitError
+from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, bleu_by_length, parse_edges
+from nmtkit.evaluate.metrics import (
+    DEFAULT_BOOTSTRAP_SAMPLES,
+    BootstrapResult,
+    MetricResult,
+    corpus_scores,
+    paired_bootstrap,
+    parse_metric_names,
+    perplexity,
+    sentence_scores,
+)
+from nmtkit.utils.textio import check_parallel, read_lines
+
+DEFAULT_METRICS = ("bleu", "chrf")
+
+
+def display_name(path: str) -> str:
+    """How a file is named in messages and results (``-`` is standard input)."""
+    return "<stdin>" if path == "-" else path
+
+
+def _metric_list(metrics: Union[str, Sequence[str], None]) -> list[str]:
+    if metrics is None:
+        return list(DEFAULT_METRICS)
+    return parse_metric_names(metrics if isinstance(metrics, str) else ",".join(metrics))
+
+
+def score(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[str]]],
+          metrics: Union[str, Sequence[str], None] = DEFAULT_METRICS, *, tokenized: bool = False,
+          lowercase: bool = False) -> dict[str, MetricResult]:
+    """Corpus scores of ``hyps`` keyed by metric name (``bleu``, ``chrf``, ``ter``).
+
+    ``refs``: one reference per hypothesis (a list of str), or several reference sets (a list
+    of such lists).  ``tokenized``: BLEU on whitespace-split text, as the papers report it.
+    """
+    if isinstance(hyps, str):
+        raise TypeError("score() takes a list of hypotheses, not one string")
+    ref_sets = [list(refs)] if refs and isinstance(refs[0], str) else [list(r) for r in refs]
+    return corpus_scores(list(hyps), ref_sets, _metric_list(metrics), tokenized=tokenized, lowercase=lowercase)
+
+
+@dataclass
+class TextScores:
+    """Results of :func:`score_files`, per system in ``labels`` order (None where not asked for)."""
+
+    labels: list[str]
+    files: list[str]
+    metrics: list[str]
+    options: dict[str, bool]
+    corpus: list[dict[str, MetricResult]]
+    sentences: Optional[list[list[dict[str, float]]]] = None
+    by_length: Optional[list[list[BucketScore]]] = None
+    bootstrap: Optional[list[BootstrapResult]] = None
+    bucketed_by_source: bool = False
+
+
+def resolve_labels(sys_files: Sequence[str], labels: Union[str, Sequence[str], None]) -> list[str]:
+    """System names: ``labels`` if given (one per system, unique), else the file names."""
+    if labels is None:
+        return ["stdin" if s == "-" else s for s in sys_files]
+    names = [s.strip() for s in labels.split(",")] if isinstance(labels, str) else [str(s).strip() for s in labels]
+    if len(names) != len(sys_files) or any(not n for n in names):
+        raise NmtkitError(f"--labels gives {len(names)} names for {len(sys_files)} systems "
+                          "(need one non-empty name per --sys)")
+    if len(set(names)) != len(names):
+        raise NmtkitError(f"--labels has a repeated name: {labels!r}")
+    return names
+
+
+def read_score_inputs(sys_files: Sequence[str], ref_files: Sequence[str],
+                      src_file: Optional[str]) -> tuple[list[list[str]], list[list[str]], Optional[list[str]]]:
+    """Read every file (strict UTF-8, non-empty) and require equal line counts."""
+    if sum(1 for s in list(sys_files) + list(ref_files) + [src_file or ""] if s == "-") > 1:
+        raise NmtkitError("standard input ('-') can be read only once")
+    systems = [read_lines(s) for s in sys_files]
+    refs = [read_lines(r) for r in ref_files]
+    src = read_lines(src_file) if src_file is not None else None
+    paths = [display_name(p) for p in list(sys_files) + list(ref_files)]
+    counts = [len(x) for x in systems + refs]
+    if src is not None:
+        paths.append(display_name(src_file))
+        counts.append(len(src))
+    check_parallel(paths, counts)
+    return systems, refs, src
+
+
+def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
+                metrics: Union[str, Sequence[str], None] = None, tokenized: bool = False, lowercase: bool = False,
+                sentence_level: bool = False, by_length: bool = False, src_file: Optional[str] = None,
+                buckets: Optional[str] = None, plot: Union[str, os.PathLike, None] = None,
+                labels: Union[str, Sequence[str], None] = None, paired_bootstrap_test: bool = False,
+                bootstrap_samples: int = DEFAULT_BOOTSTRAP_SAMPLES) -> TextScores:
+    """Score system output files against reference files (the text mode of ``nmtkit-score``).
+
+    Option combinations that cannot mean anything are refused before any file is read;
+    ``plot`` (a PNG of BLEU by length) implies ``by_length``.
+    """
+    sys_files = list(sys_files) or ["-"]
+    if not ref_files:
+        raise NmtkitError("give at least one --ref FILE (or --path CKPT for model scoring)")
+    metric_names = _metric_list(metrics)
+    by_length = by_length or plot is not None
+    if (src_file is not None or buckets is not None) and not by_length:
+        raise NmtkitError("--src and --buckets are used only with --by-length (or --plot)")
+    if sentence_level and (by_length or paired_bootstrap_test):
+        raise NmtkitError("--sentence-level cannot be combined with --by-length, --plot or --paired-bootstrap")
+    if paired_bootstrap_test and len(sys_files) != 2:
+        raise NmtkitError(f"--paired-bootstrap needs exactly two --sys files, got {len(sys_files)}")
+    edges = parse_edges(buckets) if buckets is not None else DEFAULT_EDGES
+    names = resolve_labels(sys_files, labels)
+
+    systems, refs, src = read_score_inputs(sys_files, ref_files, src_file)
+    opts = {"tokenized": tokenized, "lowercase": lowercase}
+    result = TextScores(names, sys_files, metric_names, opts,
+                        corpus=[corpus_scores(h, refs, metric_names, **opts) for h in systems],
+                        bucketed_by_source=src is not None)
+    if sentence_level:
+        result.sentences = [sentence_scores(h, refs, metric_names, **opts) for h in systems]
+    if by_length:
+        result.by_length = [bleu_by_length(h, refs, src, edges, **opts) for h in systems]
+    if paired_bootstrap_test:
+        result.bootstrap = paired_bootstrap(list(zip(names, systems)), refs, metric_names,
+                                            n_samples=bootstrap_samples, **opts)
+    if plot is not None and result.by_length is not None:
+        from nmtkit.evaluate.plots import plot_length_buckets
+
+        plot_length_buckets(plot, [b.label for b in result.by_length[0]],
+                            {n: [b.bleu for b in bs] for n, bs in zip(names, result.by_length)},
+                            xlabel="source sentence length (words)" if src is not None else "reference length (words)")
+    return result
+
+
+@dataclass
+class ModelScores:
+    """Reference log-probabilities (natural log, summed over tokens including ``</s>``) per sentence."""
+
+    checkpoints: list[str]
+    logprobs: list[float]
+    n_tokens: list[int]
+
+    @property
+    def total_logprob(self) -> float:
+        return sum(self.logprobs)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.n_tokens)
+
+    @property
+    def perplexity(self) -> float:
+        return perplexity(self.total_logprob, self.total_tokens)
+
+
+def forced_scores(checkpoints: str, *, data_dir: Optional[str], split: str, source: Optional[str],
+                  target: Optional[str], batch_size: int, device: Any) -> list[Any]:
+    """Load the checkpoints as one ensemble and force-decode the references.
+
+    The references come from a preprocessed split (``data_dir``/``split``: ids as
+    binarized, dictionaries must be the model's) or from raw ``source``/``target`` files
+    (turned into pieces by the checkpoint's own text pipeline).  Returns
+    :class:`nmtkit.generate.forced.ForcedResult` objects in corpus order.
+    """
+    from nmtkit.checkpoint import pipelines_from_checkpoint
+    from nmtkit.data.dictionary import EOS_ID
+    from nmtkit.generate.forced import score_corpus
+    from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
+
+    model, ckpts = load_ensemble(checkpoints, device)
+    first_path = split_checkpoint_paths(checkpoints)[0]
+    if data_dir is not None:
+        from nmtkit.data.dataset import DataDir
+
+        data = DataDir(data_dir)
+        for side, mine, theirs in (("source", model.src_dict, data.src_dict), ("target", model.tgt_dict, data.tgt_dict)):
+            if mine.checksum() != theirs.checksum():
+                raise NmtkitError(f"{first_path} and {data_dir}: the {side} dictionaries differ "
+                                  "(score data preprocessed with the model's dictionaries, or use --source/--target)")
+        ds = data.load_split(split)
+        src_seqs = [ds.src[i].tolist() + [EOS_ID] for i in range(len(ds))]
+        tgt_seqs = [ds.tgt[i].tolist() + [EOS_ID] for i in range(len(ds))]
+    else:
+        assert source is not None and target is not None
+        src_lines, tgt_lines = read_lines(source), read_lines(target)
+        check_parallel([display_name(source), display_name(target)], [len(src_lines), len(tgt_lines)])
+        src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
+        src_seqs = [model.src_dict.encode(src_pipe.encode(line)[1], add_eos=True) for line in src_lines]
+        tgt_seqs = [model.tgt_dict.encode(tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]
+    if not src_seqs:
+        raise NmtkitError(f"nothing to score: split {split!r} of {data_dir} is empty")
+    return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
+
+
+def score_model(checkpoints: Union[str, Sequence[str]], *, data: Optional[str] = None, split: str = "test",
+                source: Optional[str] = None, target: Optional[str] = None, batch_size: int = 32,
+                device: Any = None) -> ModelScores:
+    """Log-probability of references under a checkpoint or ensemble (``"a.pt:b.pt"`` or a list).
+
+    The references are a preprocessed split (``data`` + ``split``) or raw ``source``/``target`` files.
+    """
+    from nmtkit.generate.loading import split_checkpoint_paths
+    from nmtkit.utils.device import parse_device
+
+    checkpoints = checkpoints if isinstance(checkpoints, str) else ":".join(os.fspath(p) for p in checkpoints)
+    paths = split_checkpoint_paths(checkpoints)
+    if data is not None and (source is not None or target is not None):
+        raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
+    if data is None and (source is None or target is None):
+        raise NmtkitError("model scoring needs --data DIR (with --split) or both --source and --target")
+    if source is not None and source == target == "-":
+        raise NmtkitError("standard input ('-') can be read only once")
+    results = forced_scores(checkpoints, data_dir=data, split=split, source=source, target=target,
+                            batch_size=batch_size, device=parse_device(device))
+    return ModelScores(paths, [float(r.log_prob) for r in results], [int(r.num_tokens) for r in results])

@@ -1,0 +1,205 @@
+"""What ``nmtkit-align`` computes, as a library: the command only parses options and prints.
+
+``Aligner.from_checkpoint("fwd.pt", reverse_path="rev.pt")`` loads a source->target model (and
+optionally a target->source one, whose links are symmetrized with the forward ones);
+:meth:`Aligner.align` gives word-level links ``(i, j)`` per sentence pair, indexing the
+whitespace-separated words exactly as given; :meth:`Aligner.align_corpus` returns everything the
+command prints (per-direction links, attention for plots).  :func:`read_gold_links` and
+:func:`score_alignments` give precision, recall and AER against gold links.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional, Sequence, Union
+
+import torch
+
+from nmtkit.errors import NmtkitError
+from nmtkit.evaluate.aer import AERResult, alignment_error_rate
+from nmtkit.evaluate.align_pipeline import AlignedPair, Link, PreparedPair, flip, force_align, prepare_corpus
+from nmtkit.evaluate.symmetrize import METHODS, symmetrize as combine
+from nmtkit.generate.ensemble import EnsembleModel
+
+SYMMETRIZATIONS = tuple(METHODS)
+DEFAULT_SYMMETRIZATION = "grow-diag-final-and"
+
+
+@dataclass
+class AlignmentRun:
+    """Everything of one corpus alignment: the prepared pairs, the forward results (with the
+    attention of the pairs asked for), each direction's links and the final links."""
+
+    prepared: list[PreparedPair]
+    forward: list[AlignedPair]
+    directions: dict[str, list[list[Link]]]
+    links: list[list[Link]]
+    method: Optional[str] = None  # the symmetrization, when a reverse model was used
+    src_name: str = "<source>"
+    tgt_name: str = "<target>"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _paths(path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> str:
+    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
+
+
+class Aligner:
+    """Forced-decoding word aligner over a checkpoint or ensemble (and an optional reverse model)."""
+
+    def __init__(self, model: EnsembleModel, ckpt: dict[str, Any], device: torch.device, *,
+                 reverse_model: Optional[EnsembleModel] = None, reverse_ckpt: Optional[dict[str, Any]] = None,
+                 symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
+                 max_tokens: Optional[int] = None) -> None:
+        from nmtkit.checkpoint import pipelines_from_checkpoint
+
+        if symmetrize is not None and reverse_model is None:
+            raise NmtkitError("--symmetrize needs --reverse-path (a target->source model)")
+        if symmetrize is not None and symmetrize not in SYMMETRIZATIONS:
+            raise NmtkitError(f"symmetrize must be one of {', '.join(SYMMETRIZATIONS)}, got {symmetrize!r}")
+        self.model, self.ckpt, self.device = model, ckpt, device
+        self.reverse_model, self.reverse_ckpt = reverse_model, reverse_ckpt
+        self.method = (symmetrize or DEFAULT_SYMMETRIZATION) if reverse_model is not None else None
+        self.align_shift, self.batch_size, self.max_tokens = align_shift, batch_size, max_tokens
+        self.src_pipe, self.tgt_pipe = pipelines_from_checkpoint(ckpt)
+
+    @classmethod
+    def from_checkpoint(cls, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *,
+                        reverse_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], None] = None,
+                        symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
+                        max_tokens: Optional[int] = None, device: Union[str, torch.device, None] = None) -> "Aligner":
+        """Load the source->target checkpoint(s) and, if given, the target->source ones.
+
+        ``symmetrize`` (with ``reverse_path``): intersect, union, grow-diag-final or
+        grow-diag-final-and (the default).  ``align_shift``: read target word t's links from step t+shift.
+        """
+        from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
+        from nmtkit.utils.device import parse_device
+
+        fwd = _paths(path)
+        rev = _paths(reverse_path) if reverse_path is not None else None
+        split_checkpoint_paths(fwd)  # every file exists, before any is loaded
+        if rev is not None:
+            split_checkpoint_paths(rev)
+        dev = parse_device(device)
+        model, ckpts = load_ensemble(fwd, dev)
+        rev_model = rev_ckpt = None
+        if rev is not None:
+            rev_model, rev_ckpts = load_ensemble(rev, dev)
+            rev_ckpt = rev_ckpts[0]
+            check_reverse(ckpts[0], rev_ckpt, rev)
+        return cls(model, ckpts[0], dev, reverse_model=rev_model, reverse_ckpt=rev_ckpt, symmetrize=symmetrize,
+                   align_shift=align_shift, batch_size=batch_size, max_tokens=max_tokens)
+
+    # -- inputs -------------------------------------------------------------------------------
+    def read_split(self, data_dir: Union[str, os.PathLike], split: str) -> tuple[list[str], list[str], str, str]:
+        """A preprocessed split's ``.tok`` text (source, target, their file names), refused when
+        it was not tokenized as the model tokenizes."""
+        from nmtkit.data.dataset import DataDir
+
+        data = DataDir(data_dir)
+        src_pipe, tgt_pipe = self.src_pipe, self.tgt_pipe
+        if (data.src_lang, data.tgt_lang) != (src_pipe.lang, tgt_pipe.lang):
+            raise NmtkitError(f"{data_dir} is {data.src_lang}->{data.tgt_lang} but the model translates "
+                              f"{src_pipe.lang}->{tgt_pipe.lang}")
+        for what, mine, theirs in (("tokenizer", src_pipe.tokenizer, data.meta.get("tokenizer", "none")),
+                                   ("lowercasing", src_pipe.lowercase, bool(data.meta.get("lowercase", False)))):
+            if mine != theirs:
+                raise NmtkitError(f"{data_dir} was preprocessed with {what} {theirs!r} but the model uses {mine!r}: "
+                                  "the .tok text would not be the model's tokens (use --source/--target)")
+        ds = data.load_split(split)
+        src_path = f"{data.split_prefix(split, data.src_lang)}.tok"
+        tgt_path = f"{data.split_prefix(split, data.tgt_lang)}.tok"
+        src, tgt = ds.tokens_text(data.src_lang), ds.tokens_text(data.tgt_lang)
+        if not src:
+            raise NmtkitError(f"nothing to align: split {split!r} of {data_dir} is empty")
+        return src, tgt, src_path, tgt_path
+
+    def prepare(self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, pretokenized: bool = False,
+                src_name: str = "<source>", tgt_name: str = "<target>") -> tuple[list[PreparedPair], Optional[list[PreparedPair]]]:
+        """Both directions' prepared pairs; every line is checked before any decoding."""
+        from nmtkit.checkpoint import pipelines_from_checkpoint
+
+        prepared = prepare_corpus(src_lines, tgt_lines, self.src_pipe, self.tgt_pipe, self.model.src_dict,
+                                  self.model.tgt_dict, pretokenized=pretokenized, src_path=src_name, tgt_path=tgt_name)
+        rev_prepared = None
+        if self.reverse_model is not None:
+            assert self.reverse_ckpt is not None
+            r_src, r_tgt = pipelines_from_checkpoint(self.reverse_ckpt)
+            rev_prepared = prepare_corpus(tgt_lines, src_lines, r_src, r_tgt, self.reverse_model.src_dict,
+                                          self.reverse_model.tgt_dict, pretokenized=pretokenized,
+                                          src_path=tgt_name, tgt_path=src_name)
+        return prepared, rev_prepared
+
+    # -- aligning -----------------------------------------------------------------------------
+    def align(self, src_lines: Sequence[str], tgt_lines: Sequence[str]) -> list[list[Link]]:
+        """Links ``(source word, target word)`` per sentence pair (symmetrized with a reverse model)."""
+        return self.align_corpus(src_lines, tgt_lines).links
+
+    def align_corpus(self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, pretokenized: bool = False,
+                     src_name: str = "<source>", tgt_name: str = "<target>", keep_attention: Iterable[int] = (),
+                     show_progress: bool = False,
+                     prepared: Optional[tuple[list[PreparedPair], Optional[list[PreparedPair]]]] = None) -> AlignmentRun:
+        """Align every pair, per direction, then symmetrize; ``keep_attention``: indices of pairs
+        whose word-level attention is kept (for heatmaps).  ``prepared``: from :meth:`prepare`."""
+        fwd_pairs, rev_pairs = prepared or self.prepare(src_lines, tgt_lines, pretokenized=pretokenized,
+                                                        src_name=src_name, tgt_name=tgt_name)
+        fwd = self._direction("align", self.model, fwd_pairs, keep_attention, show_progress)
+        links = [a.links for a in fwd]
+        directions = {"source->target": links}
+        if self.reverse_model is not None:
+            assert rev_pairs is not None and self.method is not None
+            rev = self._direction("align (reverse)", self.reverse_model, rev_pairs, (), show_progress)
+            back = [flip(a.links) for a in rev]
+            directions["target->source"] = back
+            links = [sorted(combine(f, b, self.method)) for f, b in zip(links, back)]
+            directions[self.method] = links
+        return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name)
+
+    def _direction(self, label: str, model: EnsembleModel, pairs: list[PreparedPair], keep: Iterable[int],
+                   show_progress: bool) -> list[AlignedPair]:
+        """Force-align one direction, behind a progress bar (sentences/s) when asked."""
+        from contextlib import nullcontext
+
+        from nmtkit.utils.progress import progress_bar
+
+        with (progress_bar("sentences", transient=True) if show_progress else nullcontext()) as progress:
+            task = progress.add_task(label, total=len(pairs)) if progress is not None else None
+            return force_align(model, pairs, align_shift=self.align_shift, batch_size=self.batch_size,
+                               max_tokens=self.max_tokens, device=self.device, keep_attention=keep,
+                               on_batch=(lambda n: progress.advance(task, n)) if progress is not None else None)
+
+
+def check_reverse(fwd_ckpt: dict[str, Any], rev_ckpt: dict[str, Any], rev_path: str) -> None:
+    """The reverse model must translate target->source of the forward model."""
+    fs, ft = fwd_ckpt["src_pipeline"]["lang"], fwd_ckpt["tgt_pipeline"]["lang"]
+    rs, rt = rev_ckpt["src_pipeline"]["lang"], rev_ckpt["tgt_pipeline"]["lang"]
+    if (rs, rt) != (ft, fs):
+        raise NmtkitError(f"--reverse-path {rev_path} translates {rs}->{rt}, but a {ft}->{fs} model is needed "
+                          f"(the reverse of --path, which translates {fs}->{ft})")
+
+
+def read_gold_links(words: Sequence[tuple[Sequence[str], Sequence[str]]], *, gold: Optional[str] = None,
+                    sure: Optional[str] = None, possible: Optional[str] = None):  # noqa: ANN201
+    """Gold alignments (one per pair) from ``gold`` (``i-j`` sure, ``i?j`` possible) or ``sure``
+    [+ ``possible``] files, checked against the pairs' word counts; None when none is given."""
+    from nmtkit.evaluate.alignment_io import GoldAlignment, read_alignments, read_gold, read_gold_pair
+
+    if gold is not None and (sure is not None or possible is not None):
+        raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")
+    if possible is not None and sure is None:
+        raise NmtkitError("--possible needs --sure")
+    src_lengths = [len(s) for s, _ in words]
+    tgt_lengths = [len(t) for _, t in words]
+    if gold is not None:
+        return read_gold(gold, src_lengths, tgt_lengths)
+    if sure is not None and possible is not None:
+        return read_gold_pair(sure, possible, src_lengths, tgt_lengths)
+    if sure is not None:
+        return [GoldAlignment(sure=s) for s in read_alignments(sure, src_lengths, tgt_lengths)]
+    return None
+
+
+def score_alignments(directions: dict[str, list[list[Link]]], golds: Sequence[Any]) -> list[tuple[str, AERResult]]:
+    """Precision, recall and AER of each direction's links (the last one is the final alignment)."""
+    return [(name, alignment_error_rate(links, golds)) for name, links in directions.items()]

@@ -35,6 +35,9 @@ PROG = "nmtkit-preprocess"
 @click.option("--bpe-merges", default=10000, show_default=True, type=click.IntRange(min=1), help="Number of BPE merge operations.")
 @click.option("--separate-bpe", is_flag=True, help="Learn one BPE model per language instead of a joint one.")
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these subword-nmt codes (e.g. the reverse direction's bpe.codes) instead of learning new ones.")
+@click.option("--alignfile", metavar="PREFIX[,PREFIX...]",
+              help="Word alignments of the training pairs: PREFIX.align (Pharaoh i-j, 0-based whitespace words of "
+                   "the lines as given), one prefix per --trainpref prefix; stored for --guided-alignment-weight.")
 @click.option("--max-len", default=50, show_default=True, type=click.IntRange(min=0), help="Drop training pairs with more tokens on either side (0: off).")
 @click.option("--max-len-ratio", default=9.0, show_default=True, type=click.FloatRange(min=0), help="Drop training pairs whose length ratio exceeds this (0: off).")
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")
@@ -77,6 +80,9 @@ def print_summary(meta: dict, elapsed: float) -> None:
             f"train filters removed: {removed['empty']:,} empty, {removed['too_long']:,} longer than {meta['max_len']}, "
             f"{removed['bad_ratio']:,} with length ratio > {meta['max_len_ratio']}"
         )
+    aligned = meta["splits"].get("train", {}).get("alignments")
+    if aligned:
+        console.print(f"train alignments: {aligned['word_links']:,} word links -> {aligned['piece_links']:,} piece links")
     console.print(f"done in {elapsed:.1f}s ({total_lines / max(elapsed, 1e-9):,.0f} sentence pairs/s)")
 
 

@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from nmtkit.data.alignments import ALIGN_SUFFIX, StoredAlignments
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.data.indexed import IndexedTokens
 from nmtkit.data.text_pipeline import TextPipeline
@@ -115,6 +116,10 @@ class ParallelDataset:
             raise NmtkitError(f"{data.path}: split {split} has {len(self.src)} source and {len(self.tgt)} target sentences")
         self.src_sizes = self.src.sizes + 1  # + </s>
         self.tgt_sizes = self.tgt.sizes + 1
+        #: Piece links of each pair (``nmtkit-preprocess --alignfile``), or None.
+        self.alignments: Optional[StoredAlignments] = None
+        if data.meta["splits"][split].get("alignments"):
+            self.alignments = StoredAlignments(data.split_prefix(split, ALIGN_SUFFIX), self.src.sizes, self.tgt.sizes)
 
     def __len__(self) -> int:
         return len(self.src)

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Optional
 
 from nmtkit import __version__
+from nmtkit.data.alignments import ALIGN_SUFFIX, check_alignfile_option, piece_links, read_alignfiles, write_alignments
 from nmtkit.data.dataset import META_FORMAT_VERSION
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
-from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.data.text_pipeline import TextPipeline, split_words
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.signals import default_signals_in_worker
 from nmtkit.utils.textio import atomic_directory, check_parallel, iter_lines
@@ -47,6 +48,8 @@ class PreprocessOptions:
     bpe_merges: int = 10000
     joint_bpe: bool = True
     bpe_codes: Optional[str] = None  # reuse these codes (e.g. the other direction's) instead of learning
+    #: Word alignments of the training pairs: PREFIX.align per --trainpref prefix (see nmtkit.data.alignments).
+    alignfile: Optional[str] = None
     max_len: int = 50
     max_len_ratio: float = 9.0
     strict: bool = False
@@ -61,6 +64,7 @@ class SplitText:
     src_tokens: list[list[str]]
     tgt_tokens: list[list[str]]
     removed: dict[str, int] = field(default_factory=dict)
+    kept: Optional[list[int]] = None  # train: the line index of each pair the filters kept
 
 
 # -- reading and tokenizing ------------------------------------------------------------------
@@ -147,6 +151,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raise InputError(opt.bpe_codes, None, "no such BPE codes file")
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
+    check_alignfile_option(opt.alignfile, opt.trainpref)
     for given in (opt.srcdict, opt.tgtdict):
         if given:
             _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
@@ -167,6 +172,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         if len(s_lines) != len(t_lines):
             check_parallel([",".join(f"{p}.{src}" for p in prefs), ",".join(f"{p}.{tgt}" for p in prefs)], [len(s_lines), len(t_lines)])
         raw[name] = (s_lines, t_lines, s_org, t_org)
+    word_links = _read_alignfiles(opt, raw.get("train"))
 
     with atomic_directory(opt.destdir, overwrite=opt.overwrite) as out:
         # 2. tokenize
@@ -220,6 +226,9 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
                 info[lang] = {"tokens": ntok, "unk": nunk, "unk_rate": (nunk / ntok) if ntok else 0.0}
             if splits[name].removed:
                 info["removed"] = splits[name].removed
+            if name == "train" and word_links is not None:
+                info["alignments"] = _write_train_alignments(out / f"{name}.{src}-{tgt}.align", word_links, raw["train"],
+                                                             splits[name], sp, tp, opt)
             split_meta[name] = info
 
         meta = {
@@ -244,7 +253,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
 
 def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOptions) -> None:
     """Drop empty pairs (or fail under --strict), then the length and ratio filters."""
-    keep_s, keep_t = [], []
+    keep_s, keep_t, kept = [], [], []
     removed = Counter({"empty": 0, "too_long": 0, "bad_ratio": 0})
     for k, (s, t) in enumerate(zip(split.src_tokens, split.tgt_tokens)):
         if not s or not t:
@@ -261,10 +270,44 @@ def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOpt
             continue
         keep_s.append(s)
         keep_t.append(t)
+        kept.append(k)
     if not keep_s:
         raise NmtkitError("no training pairs left after filtering (check --max-len / --max-len-ratio)")
     split.src_tokens, split.tgt_tokens = keep_s, keep_t
     split.removed = dict(removed)
+    split.kept = kept
+
+
+def _read_alignfiles(opt: PreprocessOptions, train) -> Optional[list[list[tuple[int, int]]]]:  # noqa: ANN001
+    """``--alignfile``: the word links of every training line, checked against its words (step 1,
+    so that a bad alignment file fails before any heavy work); None without the option."""
+    prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
+    if not prefs:
+        return None
+    s_lines, t_lines, s_org, _ = train
+    starts = [k for k, (_, lineno) in enumerate(s_org) if lineno == 1] + [len(s_lines)]  # one block per prefix
+    blocks = list(zip(starts[:-1], starts[1:]))
+    src_n = [[len(split_words(line)) for line in s_lines[a:b]] for a, b in blocks]
+    tgt_n = [[len(split_words(line)) for line in t_lines[a:b]] for a, b in blocks]
+    return read_alignfiles(prefs, src_n, tgt_n)
+
+
+def _write_train_alignments(prefix: Path, word_links: list, train, split: SplitText, src_pieces: list[list[str]],  # noqa: ANN001
+                            tgt_pieces: list[list[str]], opt: PreprocessOptions) -> dict:
+    """Map the kept pairs' word links to pieces and store them (``train.{src}-{tgt}.align.bin/.idx``)."""
+    from nmtkit.generate.word_alignment import piece_word_index
+
+    s_lines, t_lines = train[0], train[1]
+    identity = opt.tokenizer == "none"
+    out = []
+    for k, orig in enumerate(split.kept if split.kept is not None else range(len(s_lines))):
+        src_of = piece_word_index(s_lines[orig], split.src_tokens[k], src_pieces[k], identity_tokens=identity)
+        tgt_of = piece_word_index(t_lines[orig], split.tgt_tokens[k], tgt_pieces[k], identity_tokens=identity)
+        out.append(piece_links(word_links[orig], src_of, tgt_of))
+    n_piece_links = write_alignments(prefix, out)
+    return {"files": [f"{p}.{ALIGN_SUFFIX}" for p in opt.alignfile.split(",")],
+            "word_links": sum(len(word_links[orig]) for orig in (split.kept or [])),
+            "piece_links": n_piece_links}
 
 
 def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out: Path) -> dict[str, str]:

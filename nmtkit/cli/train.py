@@ -79,6 +79,11 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--eval-bleu-max-sentences", default=0, show_default=True, type=click.IntRange(min=0), help="Translate only the first N valid sentences (0: all).")
 @click.option("--best-checkpoint-metric", type=click.Choice(["loss", "bleu"]), default="loss", show_default=True, help="What checkpoint_best.pt, --patience and the plateau schedule follow (bleu needs --eval-bleu).")
 @click.option("--keep-last", default=0, show_default=True, type=click.IntRange(min=0), help="Keep only the last N checkpoint{epoch}.pt files (0: all).")
+@click.option("--guided-alignment-weight", default=0.0, show_default=True, type=click.FloatRange(min=0),
+              help="Guided alignment: add this weight times a loss between the attention and the links stored by "
+                   "nmtkit-preprocess --alignfile (0: off).")
+@click.option("--guided-alignment-loss", type=click.Choice(["ce", "mse"]), default="ce", show_default=True,
+              help="Guided-alignment loss: cross-entropy against the row-normalised links, or squared error.")
 @click.option("--label-smoothing", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True))
 @click.option("--patience", default=0, show_default=True, type=click.IntRange(min=0), help="Early stopping: epochs without validation improvement (0: off).")
 @click.option("--validate-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also validate every N updates.")

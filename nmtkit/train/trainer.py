@@ -23,9 +23,11 @@ import numpy as np
 import torch
 
 from nmtkit.data.dataset import DataDir, ParallelDataset, collate, make_batches
+from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
 from nmtkit.checkpoint import load_checkpoint, model_payload, save_checkpoint
+from nmtkit.train.guided import GUIDED_LOSSES, gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import DEFAULT_LR, LRSchedule, build_optimizer
 from nmtkit.utils.tempfiles import remove_stale_temps
@@ -79,6 +81,11 @@ class TrainOptions:
     best_checkpoint_metric: str = "loss"
     #: Keep only the last N checkpoint{epoch}.pt files (0: keep all).
     keep_last: int = 0
+    #: λ of guided alignment (0: off): adds λ times an attention-vs-links loss (nmtkit.train.guided);
+    #: needs data preprocessed with --alignfile and a model with attention.
+    guided_alignment_weight: float = 0.0
+    #: ce | mse (see nmtkit.train.guided).
+    guided_alignment_loss: str = "ce"
 
     def validate(self) -> None:
         """One-line errors for option combinations no single click type can check."""
@@ -88,6 +95,10 @@ class TrainOptions:
             raise NmtkitError(f"--best-checkpoint-metric must be one of {', '.join(BEST_METRICS)}, got {self.best_checkpoint_metric!r}")
         if self.best_checkpoint_metric == "bleu" and not self.eval_bleu:
             raise NmtkitError("--best-checkpoint-metric bleu needs --eval-bleu")
+        if self.guided_alignment_loss not in GUIDED_LOSSES:
+            raise NmtkitError(f"--guided-alignment-loss must be one of {', '.join(GUIDED_LOSSES)}, got {self.guided_alignment_loss!r}")
+        if self.guided_alignment_weight < 0:
+            raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
 
 
 LOSS_NORMS = ("token", "sentence")
@@ -178,7 +189,7 @@ RESUME_MAY_CHANGE = frozenset({
     "save_interval_updates", "keep_epoch_checkpoints", "keep_last", "log_interval", "valid_subset",
     "device", "amp", "threads", "no_progress", "clip_norm", "label_smoothing", "halve_after", "lr_shrink",
     "plateau_patience", "min_lr", "update_freq", "loss_norm", "eval_bleu", "eval_bleu_beam",
-    "eval_bleu_max_sentences", "best_checkpoint_metric",
+    "eval_bleu_max_sentences", "best_checkpoint_metric", "guided_alignment_weight", "guided_alignment_loss",
 })
 #: Refused (every difference in one error): another run, not a continuation of this one.  Each
 #: names the ``--reset-*`` flag that starts that part fresh on purpose.
@@ -276,6 +287,7 @@ class Trainer:
         self.model_name, self.cfg = registry.resolve_config(opt.arch, model_overrides)
         seed_everything(opt.seed)
         self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
+        self._check_guided_alignment()
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)
         self.state = TrainState()
@@ -295,6 +307,16 @@ class Trainer:
         self._train_fingerprint: Optional[dict] = None
 
     # -- setup ------------------------------------------------------------------------------
+    def _check_guided_alignment(self) -> None:
+        """``--guided-alignment-weight`` needs stored links and attention: refuse it at once otherwise."""
+        if self.opt.guided_alignment_weight <= 0:
+            return
+        if self.train_set.alignments is None:
+            raise NmtkitError(f"--guided-alignment-weight: {self.data.path} has no alignments for split "
+                              f"{self.opt.train_subset!r} (run nmtkit-preprocess with --alignfile)")
+        if not self.model.has_attention:
+            raise NmtkitError(f"--guided-alignment-weight: {self.opt.arch} ({self.model_name}) has no attention to guide")
+
     def _amp_dtype(self) -> Optional[torch.dtype]:
         amp = self.opt.amp
         if self.device.type != "cuda" or amp == "none":
@@ -514,10 +536,11 @@ class Trainer:
             return nullcontext()
         return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
 
-    def _backward(self, indices: list[int], sync: bool) -> tuple[float, float, float]:
+    def _backward(self, indices: list[int], sync: bool) -> tuple[float, float, float, float]:
         """Forward and backward of one batch with the loss *summed* (times the world size,
         since DistributedDataParallel averages gradients over processes); returns
-        (global NLL sum, global target tokens, sentences).  The gradients are normalised
+        (global NLL sum, global target tokens, sentences, global guided-alignment loss sum, 0
+        without --guided-alignment-weight).  The gradients are normalised
         once per update, in :meth:`train_step`, by tokens or sentences of all its batches."""
         local = distmod.shard(indices, self.dist)
         empty = not local
@@ -529,22 +552,32 @@ class Trainer:
         no_sync = getattr(self.ddp_model, "no_sync", None)
         with (nullcontext() if sync or no_sync is None else no_sync()):
             with self._autocast():
-                logits, _ = self.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+                logits, attn = self.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
             loss, nll = sequence_loss(logits, batch.target, self.opt.label_smoothing)
+            align = None
+            if self.opt.guided_alignment_weight > 0:  # links in the batch's order (batch.ids), not the corpus's
+                assert self.train_set.alignments is not None and attn is not None
+                gold = gold_alignment_matrix([self.train_set.alignments[int(i)] for i in batch.ids], batch.src_lengths,
+                                             batch.target.ne(PAD_ID).sum(dim=1), tuple(attn.shape[1:])).to(self.device)
+                align = guided_alignment_loss(attn, gold, self.opt.guided_alignment_loss)
+                loss = loss + self.opt.guided_alignment_weight * align
             obj = loss * ((0.0 if empty else 1.0) * self.dist.world_size)
             if self.scaler is not None:
                 self.scaler.scale(obj).backward()
             else:
                 obj.backward()
         nll_sum = distmod.all_reduce_sum(0.0 if empty else float(nll.detach()), self.dist, self.device)
-        return nll_sum, ntok_global, float(len(indices))
+        align_sum = 0.0
+        if align is not None:
+            align_sum = distmod.all_reduce_sum(0.0 if empty else float(align.detach()), self.dist, self.device)
+        return nll_sum, ntok_global, float(len(indices)), align_sum
 
     def train_step(self, group: list[list[int]]) -> dict:
         """One update from ``group`` (``--update-freq`` batches of sentence indices)."""
-        nll_sum = ntokens = sentences = 0.0
+        nll_sum = ntokens = sentences = align_sum = 0.0
         for k, indices in enumerate(group):
-            n, t, s = self._backward(indices, sync=k == len(group) - 1)
-            nll_sum, ntokens, sentences = nll_sum + n, ntokens + t, sentences + s
+            n, t, s, a = self._backward(indices, sync=k == len(group) - 1)
+            nll_sum, ntokens, sentences, align_sum = nll_sum + n, ntokens + t, sentences + s, align_sum + a
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         denominator = max(ntokens if self.opt.loss_norm == "token" else sentences, 1.0)
@@ -559,7 +592,7 @@ class Trainer:
         elif math.isfinite(gnorm):
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences)}
+        return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences), "align": align_sum}
 
     # -- validation -------------------------------------------------------------------------
     @_interruptible
@@ -639,7 +672,7 @@ class Trainer:
         opt, st = self.opt, self.state
         batches = make_batches(self.train_set.src_sizes, self.train_set.tgt_sizes, opt.max_tokens, opt.batch_size, seed=opt.seed, epoch=st.epoch)
         display.start_epoch(st.epoch, len(batches), st.batches_done)
-        win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0}
+        win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
         for k in range(st.batches_done, len(batches), opt.update_freq):
             group = batches[k : k + opt.update_freq]
             out = self.train_step(group)
@@ -647,7 +680,7 @@ class Trainer:
             st.update += 1
             st.epoch_nll += out["nll"]
             st.epoch_tokens += out["ntokens"]
-            for key in ("nll", "ntokens", "sentences"):
+            for key in ("nll", "ntokens", "sentences", "align"):
                 win[key] += out[key]
             win["gnorm"] += out["gnorm"]
             win["n"] += 1
@@ -658,11 +691,13 @@ class Trainer:
                 "tok_per_s": win["ntokens"] / max(elapsed, 1e-9), "sent_per_s": win["sentences"] / max(elapsed, 1e-9),
             }
             stats["ppl"] = math.exp(min(stats["loss"], 50.0))
+            if opt.guided_alignment_weight > 0:  # per target token, before λ (train_log.jsonl only)
+                stats["align_loss"] = win["align"] / max(win["ntokens"], 1)
             display.update(stats, advance=len(group))
             if st.update % opt.log_interval == 0:
                 self.log({"event": "train", **stats})
                 display.log_line(stats)
-                win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0}
+                win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
             if opt.validate_interval_updates and st.update % opt.validate_interval_updates == 0:
                 v = self.validate()
                 if v:

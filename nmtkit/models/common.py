@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -201,6 +201,23 @@ def tie_embeddings(model: nn.Module, src_embed: nn.Embedding, tgt_embed: nn.Embe
 
 
 # -- small tensor helpers ------------------------------------------------------------------------
+def select_output_rows(linear: nn.Module, ids: Tensor) -> Callable[[Tensor], Tensor]:
+    """A function computing only output units ``ids`` of ``linear`` (an ``nn.Linear`` or torch's
+    int8 dynamic ``Linear``), its weight and bias rows copied once (vocabulary shortlists)."""
+    if isinstance(linear, nn.Linear):
+        weight = linear.weight.index_select(0, ids)
+        bias = None if linear.bias is None else linear.bias.index_select(0, ids)
+        return lambda x: nn.functional.linear(x, weight, bias)
+    from torch.ao.nn.quantized import dynamic as qd
+
+    if isinstance(linear, qd.Linear):
+        bias = linear.bias()
+        part = qd.Linear(linear.in_features, ids.numel(), bias_=bias is not None, dtype=linear.weight().dtype)
+        part.set_weight_bias(linear.weight().index_select(0, ids), None if bias is None else bias.index_select(0, ids))
+        return lambda x: part(x)  # a plain function: a Module would be registered as a submodule of the model
+    raise TypeError(f"cannot restrict the rows of a {type(linear).__name__}")
+
+
 def lengths_to_mask(lengths: Tensor, width: int) -> Tensor:
     """``[B]`` lengths -> ``[B, width]`` bool mask, True at real positions."""
     return torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]
@@ -225,7 +242,12 @@ def rnn_step(rnn: nn.Module, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -
     ``nn.LSTM`` applies it, only in training).
     ``x`` ``[N, I]``; ``h``/``c`` ``[N, layers, H]`` (beam-search layout) -> (top output ``[N, H]``,
     new ``h``, new ``c`` (None for a GRU)).
+    A module with its own ``step`` (the int8 decoder of ``nmtkit.generate.quantize``, which has
+    no float weights to read) runs that instead.
     """
+    own_step = getattr(rnn, "step", None)
+    if own_step is not None:
+        return own_step(x, h, c)
     is_lstm = isinstance(rnn, nn.LSTM)
     hs, cs = [], []
     inp = x

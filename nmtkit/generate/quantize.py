@@ -1,0 +1,134 @@
+"""Dynamic int8 quantisation of a model for CPU translation (``nmtkit-translate --quantize int8``).
+
+Why dynamic: weights are stored as int8 once, activations are quantised on the fly per
+matrix product, so no calibration data is needed and the search code stays unchanged.
+
+What is quantised (with :mod:`torch.ao`):
+
+* every ``nn.Linear`` (output projection, attention, ``W_c``, deep output, bridges): most of a
+  decoder step's FLOPs are the output projection;
+* the encoder RNNs (inside :class:`~nmtkit.models.encoders.RNNEncoder`), replaced by torch's
+  dynamically quantised ``LSTM``/``GRU``, which read packed sequences as before;
+* every other ``nn.LSTM``/``nn.GRU`` (the decoders) becomes a :class:`QuantizedStackedRNN`:
+  one dynamically quantised cell per layer.  The decoders are stepped one target position at a
+  time through :func:`nmtkit.models.common.rnn_step`, which reads the float weights of an
+  ``nn.LSTM`` (``weight_ih_l0`` ...) that a quantised module does not have; ``rnn_step`` calls
+  :meth:`QuantizedStackedRNN.step` instead, and a whole-sequence call (``rnnencdec``) runs the
+  same step over time.
+
+Embeddings stay float32 (a lookup has no FLOPs to save).  The result is for search
+(``decode_step``); teacher-forced ``forward`` of the input-feeding ``luong`` decoder reads
+float weights and is not supported on a quantised model.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from nmtkit.errors import NmtkitError
+from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.models.encoders import RNNEncoder
+
+QUANTIZE_CHOICES = ("none", "int8")
+
+
+class QuantizedStackedRNN(nn.Module):
+    """A unidirectional stacked ``nn.LSTM``/``nn.GRU`` as int8 dynamic cells, one per layer.
+
+    Same interface as the module it replaces where nmtkit uses one: :meth:`step` for
+    :func:`~nmtkit.models.common.rnn_step` (beam-search layout ``[N, layers, H]``) and
+    :meth:`forward` for a ``batch_first`` sequence call with PyTorch's ``[layers, N, H]`` states.
+    """
+
+    def __init__(self, rnn: nn.LSTM | nn.GRU) -> None:
+        super().__init__()
+        if rnn.bidirectional or not rnn.batch_first:
+            raise ValueError("QuantizedStackedRNN takes a unidirectional batch_first RNN")
+        from torch.ao.nn.quantized import dynamic as qd
+
+        self.is_lstm = isinstance(rnn, nn.LSTM)
+        self.num_layers = rnn.num_layers
+        self.hidden_size = rnn.hidden_size
+        cells = []
+        for k in range(rnn.num_layers):
+            w_ih = getattr(rnn, f"weight_ih_l{k}")
+            float_cell = (nn.LSTMCell if self.is_lstm else nn.GRUCell)(w_ih.size(1), rnn.hidden_size, bias=rnn.bias)
+            with torch.no_grad():
+                float_cell.weight_ih.copy_(w_ih)
+                float_cell.weight_hh.copy_(getattr(rnn, f"weight_hh_l{k}"))
+                if rnn.bias:
+                    float_cell.bias_ih.copy_(getattr(rnn, f"bias_ih_l{k}"))
+                    float_cell.bias_hh.copy_(getattr(rnn, f"bias_hh_l{k}"))
+            float_cell.qconfig = torch.ao.quantization.default_dynamic_qconfig
+            q_cls = qd.LSTMCell if self.is_lstm else qd.GRUCell
+            cells.append(q_cls.from_float(float_cell))
+        self.cells = nn.ModuleList(cells)
+
+    def step(self, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+        """One time step; the contract of :func:`~nmtkit.models.common.rnn_step` (eval only)."""
+        hs, cs = [], []
+        inp = x
+        for k, cell in enumerate(self.cells):
+            if self.is_lstm:
+                assert c is not None
+                h_k, c_k = cell(inp, (h[:, k], c[:, k]))
+                cs.append(c_k)
+            else:
+                h_k = cell(inp, h[:, k])
+            hs.append(h_k)
+            inp = h_k
+        return inp, torch.stack(hs, dim=1), (torch.stack(cs, dim=1) if self.is_lstm else None)
+
+    def forward(self, x: Tensor, hx: Tensor | tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
+        """``x`` ``[N, T, I]``, states ``[layers, N, H]`` -> (top outputs ``[N, T, H]``, final states)."""
+        if self.is_lstm:
+            h, c = (s.transpose(0, 1) for s in hx)
+        else:
+            h, c = hx.transpose(0, 1), None
+        outs = []
+        for t in range(x.size(1)):
+            top, h, c = self.step(x[:, t], h, c)
+            outs.append(top)
+        final_h = h.transpose(0, 1).contiguous()
+        final = (final_h, c.transpose(0, 1).contiguous()) if self.is_lstm else final_h
+        return torch.stack(outs, dim=1), final
+
+
+def quantize_model(model: nn.Module) -> nn.Module:
+    """Quantise one model (in place, returned for convenience); see the module docstring."""
+    from torch.ao.quantization import quantize_dynamic
+
+    model.eval()
+    # torch.ao warns that eager quantisation is deprecated on every call; a user cannot act on it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # decoder RNNs first: they are stepped as cells, so they get QuantizedStackedRNN
+        encoder_rnns = {id(m.rnn) for m in model.modules() if isinstance(m, RNNEncoder)}
+        for parent in list(model.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, (nn.LSTM, nn.GRU)) and id(child) not in encoder_rnns:
+                    setattr(parent, name, QuantizedStackedRNN(child))
+        quantize_dynamic(model, {nn.Linear, nn.LSTM, nn.GRU}, dtype=torch.qint8, inplace=True)
+    return model
+
+
+def check_quantize(mode: str, device: torch.device) -> None:
+    """Refuse an unknown mode, or int8 off the CPU (torch's dynamic int8 kernels are CPU-only);
+    called before loading, so the error comes at once."""
+    if mode not in QUANTIZE_CHOICES:
+        raise NmtkitError(f"--quantize must be one of {', '.join(QUANTIZE_CHOICES)}, got {mode!r}")
+    if mode != "none" and device.type != "cpu":
+        raise NmtkitError(f"--quantize {mode} runs on the CPU only (got device {device}); use --device cpu")
+
+
+def quantize_ensemble(model: EnsembleModel, mode: str, device: torch.device) -> EnsembleModel:
+    """Apply ``--quantize MODE`` (none | int8) to every member, in place."""
+    check_quantize(mode, device)
+    if mode == "none":
+        return model
+    for m in model.models:
+        quantize_model(m)
+    return model

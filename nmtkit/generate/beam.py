@@ -130,13 +130,35 @@ def beam_search(
     lenpen_form: str = "fairseq",
     unkpen: float = 0.0,
     return_attention: bool = True,
+    shortlist: Optional[Tensor] = None,
 ) -> list[list[Hypothesis]]:
     """Translate a batch: for each input sentence, up to ``nbest`` hypotheses, best first.
 
     ``src_tokens`` ``[B, S]`` end with ``</s>`` and are right-padded (see the model contract);
     ``return_attention=False`` skips collecting attention (``Hypothesis.attention`` is None).
+    ``shortlist``: sorted target ids starting with the four specials (``nmtkit.generate.shortlist``):
+    every member's output layer is restricted to them and log-probabilities are normalised over
+    them; with every id of the vocabulary the result is exactly the unrestricted one.
     """
     _check_options(beam, nbest, min_len, lenpen_form)
+    if shortlist is None:
+        return _search(model, src_tokens, src_lengths, beam, nbest, max_len_a, max_len_b, min_len,
+                       lenpen, lenpen_form, unkpen, return_attention, None)
+    from nmtkit.generate.shortlist import check_shortlist
+
+    check_shortlist(shortlist, len(model.tgt_dict))
+    with model.restrict_output(shortlist):
+        return _search(model, src_tokens, src_lengths, beam, nbest, max_len_a, max_len_b, min_len,
+                       lenpen, lenpen_form, unkpen, return_attention, shortlist)
+
+
+def _search(
+    model: EnsembleModel, src_tokens: Tensor, src_lengths: Tensor, beam: int, nbest: int, max_len_a: float,
+    max_len_b: int, min_len: int, lenpen: float, lenpen_form: str, unkpen: float, return_attention: bool,
+    shortlist: Optional[Tensor],
+) -> list[list[Hypothesis]]:
+    """The search of :func:`beam_search`; with a shortlist, column ``c`` of the log-probs is token
+    ``shortlist[c]`` (columns 0-3 are the specials, so their constraints need no mapping)."""
     n_sent = src_tokens.size(0)
     device = src_tokens.device
     src_lens = [int(n) for n in src_lengths.tolist()]
@@ -198,6 +220,8 @@ def beam_search(
         step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n_act, 2 * beam)
         if unkpen:
             step_lp = step_lp + unkpen * (tok == UNK_ID)  # record the model's own log-prob
+        if shortlist is not None:
+            tok = shortlist[tok]  # shortlist columns -> token ids
 
         valid = vals > _NEG_INF
         ends = (tok[:, :beam] == EOS_ID) & valid[:, :beam]

@@ -11,7 +11,8 @@ members that report attention (``None`` when none does).
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from contextlib import contextmanager
+from typing import Iterator, Optional, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -108,6 +109,21 @@ class EnsembleModel(nn.Module):
             attns.append(a)
             new_states.append(ns)
         return mean_log_probs(lps), mean_attention(attns), new_states
+
+    @contextmanager
+    def restrict_output(self, ids: Optional[Tensor]) -> Iterator[None]:
+        """Within the block, every member computes log-probs over the same shortlist ``ids``
+        only (columns in the order of ``ids``); None restricts nothing."""
+        if ids is None:
+            yield
+            return
+        try:
+            for m in self.models:
+                m.restrict_output(ids)
+            yield
+        finally:
+            for m in self.models:
+                m.restrict_output(None)
 
     def reorder_encoder_out(self, encs: Sequence[EncoderOutput], order: Tensor) -> list[EncoderOutput]:
         return [e.reorder(order) for e in encs]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar, Optional
+from typing import Callable, ClassVar, Optional
 
 from torch import Tensor, nn
 
@@ -99,6 +99,22 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     # -- shared ----------------------------------------------------------------------
     def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:
         return reorder_tensors(state, order)
+
+    #: The output layer restricted to a vocabulary shortlist, or None (see restrict_output).
+    _output_rows: Optional[Callable[[Tensor], Tensor]] = None
+
+    def restrict_output(self, ids: Optional[Tensor]) -> None:
+        """Compute logits only for the target ids ``ids`` (sorted; a vocabulary shortlist) until
+        called with None.  Why here: the output projection's rows are sliced once per batch, not
+        every step, and :meth:`project_output` then costs ``len(ids)`` instead of ``V`` rows."""
+        from nmtkit.models.common import select_output_rows
+
+        self._output_rows = None if ids is None else select_output_rows(self.output_projection, ids)
+
+    def project_output(self, x: Tensor) -> Tensor:
+        """The output layer (logits) as ``decode_step`` uses it: over the shortlist when one is set."""
+        rows = self._output_rows
+        return self.output_projection(x) if rows is None else rows(x)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -185,7 +185,7 @@ class LuongModel(Seq2SeqModel):
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         htilde, weights, new_state = self._step(self.tgt_embed(prev_tokens), state, enc)
-        logits = self.output_projection(self.output_dropout(htilde.squeeze(1)))
+        logits = self.project_output(self.output_dropout(htilde.squeeze(1)))
         attn = weights.squeeze(1) if weights is not None else None
         return torch.log_softmax(logits, dim=-1), attn, new_state
 

@@ -134,11 +134,11 @@ class RNNEncDecModel(Seq2SeqModel):
         """Output layer for ``[B, T, *]`` steps: the top state (plain), or Bahdanau's maxout
         over ``s_{i-1}`` (``prev_top``), ``E y_{i-1}`` and the summary."""
         if not self.bahdanau:
-            return self.output_projection(self.output_dropout(top))
+            return self.project_output(self.output_dropout(top))
         ctx = enc.extra["context"].unsqueeze(1).expand(-1, emb.size(1), -1)
         t_pre = self.deep_output(torch.cat([prev_top, emb, ctx], dim=-1))
         t = t_pre.view(*t_pre.shape[:-1], -1, 2).max(dim=-1).values
-        return self.output_projection(self.output_dropout(t))
+        return self.project_output(self.output_dropout(t))
 
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput

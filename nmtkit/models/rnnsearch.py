@@ -108,7 +108,7 @@ class RNNSearchModel(Seq2SeqModel):
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         t, weights, new_state = self._step(self.embed_dropout(self.tgt_embed(prev_tokens)), state, enc)
-        logits = self.output_projection(self.output_dropout(t))
+        logits = self.project_output(self.output_dropout(t))
         return torch.log_softmax(logits, dim=-1), weights, new_state
 
     def forward(

@@ -1,0 +1,165 @@
+"""``--shortlist``: exactness with a full shortlist, restriction with a tiny one, the lexical table
+(top K by count, words through the target BPE, lowercasing), and one-line errors naming file:line."""
+from __future__ import annotations
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from conftest import make_checkpoint, write
+from nmtkit.cli.translate import command as translate
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.errors import InputError
+from nmtkit.generate.beam import beam_search
+from nmtkit.generate.loading import load_ensemble
+from nmtkit.generate.shortlist import Shortlist, check_shortlist, sentence_keys
+
+ARCHS = ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"]
+LINES = ["the cat sits .", "a dog sees the man , Anna sleeps .", "the man runs .", "Anna"]
+
+
+def _batch(model, lines=LINES):  # noqa: ANN001, ANN202
+    from nmtkit.data.dataset import pad_sequences
+
+    return pad_sequences([model.src_dict.encode(line.split(), add_eos=False) for line in lines])
+
+
+def _same(a, b) -> None:  # noqa: ANN001
+    for x, y in zip(a, b):
+        assert [h.tokens for h in x] == [h.tokens for h in y]
+        assert [h.score for h in x] == [h.score for h in y]
+        for hx, hy in zip(x, y):
+            assert torch.equal(hx.positional_scores, hy.positional_scores)
+            assert (hx.attention is None and hy.attention is None) or torch.equal(hx.attention, hy.attention)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_shortlist_of_the_whole_vocabulary_changes_nothing(tmp_path, arch):
+    model, _ = load_ensemble(str(make_checkpoint(tmp_path / "m.pt", arch)))
+    src, lengths = _batch(model)
+    plain = beam_search(model, src, lengths, beam=4, nbest=3, max_len_b=8)
+    full = beam_search(model, src, lengths, beam=4, nbest=3, max_len_b=8, shortlist=torch.arange(len(model.tgt_dict)))
+    _same(plain, full)
+    assert all(m._output_rows is None for m in model.models)  # the restriction ends with the search
+
+
+def test_ensemble_members_share_the_shortlist(tmp_path):
+    paths = ":".join(str(make_checkpoint(tmp_path / f"m{k}.pt", a, seed=k)) for k, a in enumerate(ARCHS[:2]))
+    model, _ = load_ensemble(paths)
+    src, lengths = _batch(model)
+    _same(beam_search(model, src, lengths, beam=3, max_len_b=6),
+          beam_search(model, src, lengths, beam=3, max_len_b=6, shortlist=torch.arange(len(model.tgt_dict))))
+    ids = torch.tensor([0, 1, 2, 3, 9, 12, 20])
+    for hyps in beam_search(model, src, lengths, beam=3, nbest=2, max_len_b=6, shortlist=ids):
+        assert all(t in ids.tolist() for h in hyps for t in h.tokens)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_greedy_output_is_kept_when_the_shortlist_holds_it(tmp_path, arch):
+    """The argmax over a subset holding the global argmax is the same token: greedy search with a
+    shortlist containing the unrestricted output's tokens gives that output, with log-probs
+    renormalised over the shortlist (never lower)."""
+    model, _ = load_ensemble(str(make_checkpoint(tmp_path / "m.pt", arch, seed=3)))
+    src, lengths = _batch(model)
+    plain = beam_search(model, src, lengths, beam=1, max_len_b=8)
+    used = {t for h in plain for t in h[0].tokens}
+    ids = torch.tensor(sorted({0, 1, 2, 3, 17} | used))
+    assert len(ids) < len(model.tgt_dict)  # a real restriction
+    short = beam_search(model, src, lengths, beam=1, max_len_b=8, shortlist=ids)
+    assert [h[0].tokens for h in short] == [h[0].tokens for h in plain]
+    for a, b in zip(plain, short):
+        assert bool((b[0].positional_scores >= a[0].positional_scores - 1e-6).all())
+        assert b[0].log_prob > a[0].log_prob
+
+
+def test_shortlist_contract():
+    check_shortlist(torch.tensor([0, 1, 2, 3, 7]), 10)
+    for bad in ([0, 1, 2, 3, 7, 5], [1, 2, 3, 4], [0, 1, 2, 3, 10], [0, 1, 2, 3, 3]):
+        with pytest.raises(ValueError):
+            check_shortlist(torch.tensor(bad), 10)
+
+
+# ---------------------------------------------------------------------------------------------
+# the lexical table
+# ---------------------------------------------------------------------------------------------
+# hund -> hu@@ nd, katze -> ka@@ tze; der, die, maus, sieht stay whole
+BPE_CODES = ("#version: 0.2\nh u\nn d</w>\nk a\nt z\ntz e</w>\nd e\nde r</w>\nd i\ndi e</w>\nm a\nma u\n"
+             "mau s</w>\ns i\ne h\nsi eh\nsieh t</w>\n")
+
+
+def _tgt_dict(words: str) -> Dictionary:
+    d = Dictionary()
+    for w in words.split():
+        d.add(w)
+    return d
+
+
+def test_table_top_k_by_count_words_through_bpe_and_lowercasing(tmp_path):
+    tgt_pipe = TextPipeline("de", tokenizer="moses", lowercase=True, bpe_codes_text=BPE_CODES)
+    d = _tgt_dict("die der , . hu@@ nd ka@@ tze sieht maus")
+    table = write(tmp_path / "lex.txt", "Dog Hund 5\ndog der 9\ndog sieht 1\ncat Katze 4\ncat Maus. 7\nthe die\nthe der\n")
+    sl = Shortlist.load(table, tgt_pipe, d, k=2, frequent=2, lowercase_source=True)
+    idx = d.index
+    # dog: der (9) and hund (5, "Hund" -> hu@@ nd); sieht (1) is beyond k=2
+    assert sl.table["dog"].tolist() == sorted([idx["der"], idx["hu@@"], idx["nd"]])
+    # cat: "Maus." is tokenized into maus + . ; Katze -> ka@@ tze
+    assert sl.table["cat"].tolist() == sorted([idx["maus"], idx["."], idx["ka@@"], idx["tze"]])
+    # no counts: file order ranks
+    assert sl.table["the"].tolist() == sorted([idx["die"], idx["der"]])
+    ids = sl.ids_for([sentence_keys(["The", "Cat"], ["the", "cat"], ["the", "cat"], lowercase=True)])
+    assert ids.tolist() == sorted({0, 1, 2, 3, 4, 5} | {idx["die"], idx["der"]} | set(sl.table["cat"].tolist()))
+    assert sl.ids_for([["nothing"]]).tolist() == [0, 1, 2, 3, 4, 5]  # specials + 2 most frequent
+    assert Shortlist.load(table, tgt_pipe, d, k=1, frequent=0).ids_for([["dog"]]).tolist() == [0, 1, 2, 3, idx["der"]]
+    # source words, tokens or pieces that are target symbols copy themselves (names through BPE)
+    assert sl.ids_for([["ka@@", "tze", "zebra"]]).tolist() == [0, 1, 2, 3, 4, 5, idx["ka@@"], idx["tze"]]
+
+
+@pytest.mark.parametrize("content,line", [("a b 1\na\n", 2), ("a b 1\nc d e\n", 2), ("x y\n\ta b c d\n", 2),
+                                          ("a b 1\nc d 2\ne f many\n", 3)])
+def test_bad_table_line_is_an_error_naming_file_and_line(tmp_path, content, line):
+    table = write(tmp_path / "lex.txt", content)
+    with pytest.raises(InputError) as err:
+        Shortlist.load(table, TextPipeline("de"), _tgt_dict("b d f"), k=5)
+    assert str(err.value).startswith(f"{table}:{line}: expected 'source target' or 'source target score'")
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
+# ---------------------------------------------------------------------------------------------
+def _translate(ckpt, inp, *extra):  # noqa: ANN001, ANN202
+    return CliRunner().invoke(translate, ["--path", str(ckpt), "--input", str(inp), "--quiet", "--threads", "1",
+                                          "--device", "cpu", "--beam", "3", "--nbest", "2", *extra])
+
+
+def test_cli_shortlist_large_k_exact_and_tiny_k_valid(tmp_path):
+    ckpt = make_checkpoint(tmp_path / "m.pt", "rnnsearch_tiny", seed=5)
+    inp = write(tmp_path / "in.txt", "\n".join(LINES) + "\n\n")
+    words = "die der eine Katze Hund sieht sitzt läuft Mann schläft . ,".split()
+    table = write(tmp_path / "lex.txt", "".join(f"{s} {t} {n}\n" for s in "the cat dog sees".split()
+                                                for n, t in enumerate(words, 1)))
+    plain = _translate(ckpt, inp)
+    assert plain.exit_code == 0, plain.output
+    big = _translate(ckpt, inp, "--shortlist", str(table), "--shortlist-k", "1000", "--shortlist-frequent", "1000")
+    assert big.exit_code == 0, big.output
+    assert big.stdout == plain.stdout
+    tiny = _translate(ckpt, inp, "--shortlist", str(table), "--shortlist-k", "1", "--shortlist-frequent", "0")
+    assert tiny.exit_code == 0, tiny.output
+    rows = tiny.stdout.splitlines()
+    assert len(rows) == 2 * (len(LINES) + 1)  # n-best 2, the blank line included
+    for row in rows:
+        text = row.split(" ||| ")[1]
+        # the top-1 (highest count) of every source word is ","; the batch's source words copy themselves
+        assert set(text.split()) <= {",", "<unk>", *" ".join(LINES).split()}, row
+    both = _translate(ckpt, inp, "--shortlist", str(table), "--shortlist-k", "1000", "--shortlist-frequent", "1000",
+                      "--quantize", "int8")
+    assert both.exit_code == 0, both.output
+
+
+def test_cli_bad_table_is_one_line(tmp_path, random_ckpt):
+    inp = write(tmp_path / "in.txt", "the cat sits .\n")
+    table = write(tmp_path / "lex.txt", "the die 3\ncat Katze x\n")
+    res = _translate(random_ckpt, inp, "--shortlist", str(table))
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [
+        f"nmtkit-translate: error: {table}:2: expected 'source target' or 'source target score', got 'cat Katze x'"]

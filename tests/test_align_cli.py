@@ -258,6 +258,33 @@ def test_lexicon_counts_ties_and_min_count():
     assert counts["a"] == {"x": 2, "z": 1} and counts["b"] == {"y": 1, "x": 1}
     assert build_lexicon(counts, min_count=1) == [("a", "x", 2), ("b", "x", 1)]  # b: a tie, alphabetical
     assert build_lexicon(counts, min_count=2) == [("a", "x", 2)]
+    # top k: a word's targets adjacent, by count then alphabetically; min_count applies to each
+    assert build_lexicon(counts, min_count=1, top_k=2) == [("a", "x", 2), ("a", "z", 1), ("b", "x", 1), ("b", "y", 1)]
+    assert build_lexicon(counts, min_count=2, top_k=2) == [("a", "x", 2)]
+
+
+def test_build_dict_top_k_writes_counts_for_shortlists(corpus, tmp_path):
+    from nmtkit.generate.shortlist import Shortlist
+
+    out = tmp_path / "lex.txt"
+    res = run(["--path", fwd(corpus), *text_args(corpus, "train"), "--build-dict", out, "--dict-top-k", "3",
+               "--dict-min-count", "1", "-o", tmp_path / "train.align"])
+    assert res.exit_code == 0, res.output
+    src = [l.split() for l in (corpus / "raw" / "train.en").read_text(encoding="utf-8").splitlines()]
+    tgt = [l.split() for l in (corpus / "raw" / "train.de").read_text(encoding="utf-8").splitlines()]
+    counts = count_word_pairs(list(zip(src, tgt)), read_alignments(tmp_path / "train.align"))
+    want = build_lexicon(counts, min_count=1, top_k=3)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines == [f"{s} {t} {n}" for s, t, n in want]
+    per_word: dict[str, int] = {}
+    for s, _, _ in want:
+        per_word[s] = per_word.get(s, 0) + 1
+    assert max(per_word.values()) == 3 and len(lines) > len(per_word)  # several targets for some words
+    # the 1-best of the same file is what --replace-unk reads; the shortlist reads all of it
+    assert load_lexicon(out) == {s: t for s, t, _ in build_lexicon(counts, min_count=1)}
+    model, _ = load_ensemble(fwd(corpus))
+    sl = Shortlist.load(out, TextPipeline("de"), model.tgt_dict, k=3, frequent=0)
+    assert set(sl.table) == set(per_word)
 
 
 # ---------------------------------------------------------------------------------------------

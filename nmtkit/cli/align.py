@@ -184,10 +184,11 @@ def _write_dict(o: dict[str, Any], prepared, links, ckpt: dict[str, Any]) -> int
     low_src, low_tgt = ckpt["src_pipeline"]["lowercase"], ckpt["tgt_pipeline"]["lowercase"]
     words = [([w.lower() for w in p.src.words] if low_src else p.src.words,
               [w.lower() for w in p.tgt.words] if low_tgt else p.tgt.words) for p in prepared]
-    entries = build_lexicon(count_word_pairs(words, links), o["dict_min_count"])
+    top_k = o.get("dict_top_k")
+    entries = build_lexicon(count_word_pairs(words, links), o["dict_min_count"], top_k or 1)
     with atomic_write(o["build_dict"]) as fh:
-        for src, tgt, _ in entries:
-            fh.write(f"{src} {tgt}\n")
+        for src, tgt, n in entries:
+            fh.write(f"{src} {tgt} {n}\n" if top_k else f"{src} {tgt}\n")
     return len(entries)
 
 
@@ -294,7 +295,11 @@ def run_align(o: dict[str, Any]) -> None:
               help="Write a 'source target' dictionary of the most frequent aligned target word per source word "
                    "(for nmtkit-translate --replace-unk).")
 @click.option("--dict-min-count", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Leave out source words whose best target was aligned fewer times.")
+              help="Leave out targets aligned fewer times to their source word.")
+@click.option("--dict-top-k", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Keep the K most often aligned targets per source word, written as 'source target count' lines "
+                   "(a table for nmtkit-translate --shortlist; --replace-unk reads it too)  [default: the 1-best, "
+                   "'source target']")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the scores as JSON on stdout (alignments then go only to --output).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,

@@ -158,16 +158,20 @@ def count_word_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
     return counts
 
 
-def build_lexicon(counts: dict[str, Counter], min_count: int = 2) -> list[tuple[str, str, int]]:
-    """The most frequent aligned target of each source word, if seen ``min_count`` times.
+def build_lexicon(counts: dict[str, Counter], min_count: int = 2, top_k: int = 1) -> list[tuple[str, str, int]]:
+    """The ``top_k`` most frequent aligned targets of each source word, each seen ``min_count`` times.
 
-    Ties between targets go to the alphabetically first one (deterministic output).  Sorted
-    by descending count, then source word.
+    ``top_k=1`` is the 1-best dictionary of ``--replace-unk``; a larger ``top_k`` gives the
+    lexical table of a vocabulary shortlist (``nmtkit.generate.shortlist``).  Ties between
+    targets go to the alphabetically first one (deterministic output).  Sorted by the source
+    word's best count (descending), then source word, then count (descending) and target, so a
+    word's entries are adjacent and, with ``top_k=1``, the order is by descending count.
     """
     entries = []
     for src, tgts in counts.items():
-        tgt, n = min(tgts.items(), key=lambda kv: (-kv[1], kv[0]))
-        if n >= min_count:
-            entries.append((src, tgt, n))
-    entries.sort(key=lambda e: (-e[2], e[0]))
+        ranked = sorted(tgts.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
+        kept = [(tgt, n) for tgt, n in ranked if n >= min_count]
+        entries.extend((src, tgt, n, kept[0][1]) for tgt, n in kept)
+    entries.sort(key=lambda e: (-e[3], e[0], -e[2], e[1]))
+    entries = [(src, tgt, n) for src, tgt, n, _ in entries]
     return entries

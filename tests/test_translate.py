@@ -79,11 +79,12 @@ def test_long_line_is_truncated_with_warning_not_dropped(random_ckpt):
     assert "line 2: 30 source tokens, truncated to 10" in res.stderr
 
 
-def test_invalid_utf8_error_after_earlier_lines(random_ckpt, tmp_path):
-    res = run(["--path", str(random_ckpt), "--buffer-size", "100"], b"the cat\nthe dog\nbad \xff\nlater\n")
+def test_invalid_utf8_with_strict_is_an_error_after_earlier_lines(random_ckpt, tmp_path):
+    res = run(["--path", str(random_ckpt), "--buffer-size", "100", "--strict"], b"the cat\nthe dog\nbad \xff\nlater\n")
     assert res.exit_code == 1
     assert len(res.stdout.splitlines()) == 2  # both earlier lines were written
     assert "<stdin>:3: invalid UTF-8" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("args, message, status", [

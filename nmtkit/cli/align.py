@@ -26,19 +26,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
+from nmtkit.evaluate.symmetrize import METHODS
 
 PROG = "nmtkit-align"
 
 #: Measured on the ``nmtkit sample`` test set's gold links with luong_tiny (numbers in the module docstring).
 DEFAULT_ALIGN_SHIFT = 0
-SYMMETRIZATIONS = ("intersect", "union", "grow-diag-final", "grow-diag-final-and")
+SYMMETRIZATIONS = tuple(METHODS)
 DEFAULT_PLOTS = 5
 
 
@@ -77,71 +78,6 @@ def _check_options(o: dict[str, Any]) -> None:
         raise NmtkitError("--json prints alignment scores and needs --gold or --sure")
     if (o["plot_ids"] is not None or o["html"]) and o["plot"] is None:
         raise NmtkitError("--plot-ids and --html need --plot DIR")
-
-
-def _read_corpus(o: dict[str, Any], ckpt: dict[str, Any]) -> tuple[list[str], list[str], str, str, bool]:
-    """(source lines, target lines, their names, pretokenized?) from --source/--target or --data."""
-    from nmtkit.utils.textio import read_lines
-
-    if o["data"] is None:
-        src_name = "<stdin>" if o["source"] == "-" else o["source"]
-        tgt_name = "<stdin>" if o["target"] == "-" else o["target"]
-        return read_lines(o["source"]), read_lines(o["target"]), src_name, tgt_name, False
-    from nmtkit.data.dataset import DataDir
-    from nmtkit.checkpoint import pipelines_from_checkpoint
-
-    data = DataDir(o["data"])
-    src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpt)
-    if (data.src_lang, data.tgt_lang) != (src_pipe.lang, tgt_pipe.lang):
-        raise NmtkitError(f"{o['data']} is {data.src_lang}->{data.tgt_lang} but the model translates "
-                          f"{src_pipe.lang}->{tgt_pipe.lang}")
-    for what, mine, theirs in (("tokenizer", src_pipe.tokenizer, data.meta.get("tokenizer", "none")),
-                               ("lowercasing", src_pipe.lowercase, bool(data.meta.get("lowercase", False)))):
-        if mine != theirs:
-            raise NmtkitError(f"{o['data']} was preprocessed with {what} {theirs!r} but the model uses {mine!r}: "
-                              "the .tok text would not be the model's tokens (use --source/--target)")
-    ds = data.load_split(o["split"])
-    src_path = f"{data.split_prefix(o['split'], data.src_lang)}.tok"
-    tgt_path = f"{data.split_prefix(o['split'], data.tgt_lang)}.tok"
-    src, tgt = ds.tokens_text(data.src_lang), ds.tokens_text(data.tgt_lang)
-    if not src:
-        raise NmtkitError(f"nothing to align: split {o['split']!r} of {o['data']} is empty")
-    return src, tgt, src_path, tgt_path, True
-
-
-def _read_gold(o: dict[str, Any], words: Sequence[tuple[list[str], list[str]]]):  # noqa: ANN202
-    from nmtkit.evaluate.alignment_io import GoldAlignment, read_alignments, read_gold, read_gold_pair
-
-    src_lengths = [len(s) for s, _ in words]
-    tgt_lengths = [len(t) for _, t in words]
-    if o["gold"] is not None:
-        return read_gold(o["gold"], src_lengths, tgt_lengths)
-    if o["sure"] is not None and o["possible"] is not None:
-        return read_gold_pair(o["sure"], o["possible"], src_lengths, tgt_lengths)
-    if o["sure"] is not None:
-        return [GoldAlignment(sure=s) for s in read_alignments(o["sure"], src_lengths, tgt_lengths)]
-    return None
-
-
-def _check_reverse(fwd_ckpt: dict[str, Any], rev_ckpt: dict[str, Any], rev_path: str) -> None:
-    """The reverse model must translate target->source of the forward model."""
-    fs, ft = fwd_ckpt["src_pipeline"]["lang"], fwd_ckpt["tgt_pipeline"]["lang"]
-    rs, rt = rev_ckpt["src_pipeline"]["lang"], rev_ckpt["tgt_pipeline"]["lang"]
-    if (rs, rt) != (ft, fs):
-        raise NmtkitError(f"--reverse-path {rev_path} translates {rs}->{rt}, but a {ft}->{fs} model is needed "
-                          f"(the reverse of --path, which translates {fs}->{ft})")
-
-
-def _run_direction(label: str, model, prepared, o: dict[str, Any], device, keep: Sequence[int]):  # noqa: ANN001, ANN202
-    """Force-align one direction's prepared pairs behind a progress bar (sentences/s)."""
-    from nmtkit.evaluate.align_pipeline import force_align
-    from nmtkit.utils.progress import progress_bar
-
-    with progress_bar("sentences", transient=True) as progress:
-        task = progress.add_task(label, total=len(prepared))
-        return force_align(model, prepared, align_shift=o["align_shift"], batch_size=o["batch_size"],
-                           max_tokens=o["max_tokens"], device=device, keep_attention=keep,
-                           on_batch=lambda n: progress.advance(task, n))
 
 
 def _print_scores(rows: list[tuple[str, Any]]) -> None:
@@ -193,56 +129,38 @@ def _write_dict(o: dict[str, Any], prepared, links, ckpt: dict[str, Any]) -> int
 
 
 def run_align(o: dict[str, Any]) -> None:
-    """Everything the command does, given its options as a dictionary."""
+    """Everything the command does, given its options as a dictionary: the library aligns
+    (:class:`nmtkit.evaluate.aligner.Aligner`), this writes and prints."""
     import torch
 
-    from nmtkit.evaluate.aer import alignment_error_rate
+    from nmtkit.evaluate.aligner import Aligner, read_gold_links, score_alignments
     from nmtkit.evaluate.alignment_io import format_pharaoh
-    from nmtkit.evaluate.align_pipeline import flip
-    from nmtkit.evaluate.symmetrize import symmetrize
-    from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
-    from nmtkit.utils.textio import atomic_write
+    from nmtkit.utils.textio import atomic_write, read_lines
 
     _check_options(o)
-    split_checkpoint_paths(o["path"])
-    if o["reverse_path"] is not None:
-        split_checkpoint_paths(o["reverse_path"])
-    device = parse_device(o["device"])
     if o["threads"]:
         torch.set_num_threads(o["threads"])
-    model, ckpts = load_ensemble(o["path"], device)
-    rev_model = rev_ckpts = None
-    if o["reverse_path"] is not None:
-        rev_model, rev_ckpts = load_ensemble(o["reverse_path"], device)
-        _check_reverse(ckpts[0], rev_ckpts[0], o["reverse_path"])
+    aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
+                                      align_shift=o["align_shift"], batch_size=o["batch_size"],
+                                      max_tokens=o["max_tokens"], device=o["device"])
 
     # every input is read and checked before any decoding
-    src_lines, tgt_lines, src_name, tgt_name, pretok = _read_corpus(o, ckpts[0])
-    from nmtkit.evaluate.align_pipeline import prepare_corpus
-    from nmtkit.checkpoint import pipelines_from_checkpoint
+    if o["data"] is None:
+        src_lines, tgt_lines = read_lines(o["source"]), read_lines(o["target"])
+        src_name = "<stdin>" if o["source"] == "-" else o["source"]
+        tgt_name = "<stdin>" if o["target"] == "-" else o["target"]
+        pretok = False
+    else:
+        src_lines, tgt_lines, src_name, tgt_name = aligner.read_split(o["data"], o["split"])
+        pretok = True
+    prepared = aligner.prepare(src_lines, tgt_lines, pretokenized=pretok, src_name=src_name, tgt_name=tgt_name)
+    golds = read_gold_links([(p.src.words, p.tgt.words) for p in prepared[0]], gold=o["gold"], sure=o["sure"],
+                            possible=o["possible"])
+    plot_ids = parse_plot_ids(o["plot_ids"], len(prepared[0])) if o["plot"] is not None else []
 
-    src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-    prepared = prepare_corpus(src_lines, tgt_lines, src_pipe, tgt_pipe, model.src_dict, model.tgt_dict,
-                              pretokenized=pretok, src_path=src_name, tgt_path=tgt_name)
-    rev_prepared = None
-    if rev_model is not None:
-        assert rev_ckpts is not None
-        r_src_pipe, r_tgt_pipe = pipelines_from_checkpoint(rev_ckpts[0])
-        rev_prepared = prepare_corpus(tgt_lines, src_lines, r_src_pipe, r_tgt_pipe, rev_model.src_dict,
-                                      rev_model.tgt_dict, pretokenized=pretok, src_path=tgt_name, tgt_path=src_name)
-    golds = _read_gold(o, [(p.src.words, p.tgt.words) for p in prepared])
-    plot_ids = parse_plot_ids(o["plot_ids"], len(prepared)) if o["plot"] is not None else []
-
-    fwd = _run_direction("align", model, prepared, o, device, plot_ids)
-    links = [a.links for a in fwd]
-    directions = {"source->target": links}
-    method = (o["symmetrize"] or "grow-diag-final-and") if rev_model is not None else None
-    if rev_model is not None:
-        rev = _run_direction("align (reverse)", rev_model, rev_prepared, o, device, ())
-        back = [flip(a.links) for a in rev]
-        directions["target->source"] = back
-        links = [sorted(symmetrize(f, b, method)) for f, b in zip(links, back)]
-        directions[method] = links
+    run = aligner.align_corpus(src_lines, tgt_lines, keep_attention=plot_ids, show_progress=True, prepared=prepared,
+                               src_name=src_name, tgt_name=tgt_name)
+    links, method = run.links, run.method
 
     lines = [format_pharaoh(sent) for sent in links]
     if o["output"] is not None:
@@ -252,12 +170,12 @@ def run_align(o: dict[str, Any]) -> None:
         click.echo("".join(line + "\n" for line in lines), nl=False)
 
     if o["plot"] is not None:
-        _write_plots(o, plot_ids, prepared, fwd, golds)
+        _write_plots(o, plot_ids, run.prepared, run.forward, golds)
     if o["build_dict"] is not None:
-        n = _write_dict(o, prepared, links, ckpts[0])
+        n = _write_dict(o, run.prepared, links, aligner.ckpt)
         console.print(f"wrote {n} dictionary entries to {o['build_dict']}")
     if golds is not None:
-        scores = [(name, alignment_error_rate(d, golds)) for name, d in directions.items()]
+        scores = score_alignments(run.directions, golds)
         _print_scores(scores)
         if o["as_json"]:
             final = scores[-1][1]

@@ -3,46 +3,26 @@
 Lines are read in buffers (``--buffer-size``), sorted by length, translated in batches and
 written back in input order, flushed after every buffer; on a pipe or terminal a buffer also
 ends when the input pauses (no new line within a few ms), so each line that has arrived is
-translated at once (``nmtkit.utils.streaming``).  Invalid UTF-8 stops with an error naming the line,
-after every earlier line has been written.
+translated at once (``nmtkit.utils.streaming``).  Invalid UTF-8 is replaced (U+FFFD) with one
+warning per line; with ``--strict`` it stops with an error naming the line, after every earlier
+line has been written.
 """
 from __future__ import annotations
 
 import sys
 import time
 from contextlib import nullcontext
-from typing import IO, Iterator, Optional
+from typing import Optional
 
 import click
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors, parse_device
-from nmtkit.errors import InputError, NmtkitError
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.errors import InputError
 from nmtkit.utils.signals import handles_sigterm
-from nmtkit.utils.streaming import PAUSE
+from nmtkit.utils.streaming import PAUSE, iter_input_lines
 
 PROG = "nmtkit-translate"
 COPY = "\0copy"  # --replace-unk without a dictionary
-
-
-def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
-    """Yield (0-based index, text) per ``\\n`` line; a decoding error is yielded, not raised,
-    so the caller can first write out everything before it; ``(k, PAUSE)`` when a pipe paused."""
-    from nmtkit.utils.streaming import iter_raw_lines
-    from nmtkit.utils.textio import decode_line
-
-    k = 0
-    for raw in iter_raw_lines(stream):
-        if raw is PAUSE:  # the input paused after line k - 1
-            yield k, PAUSE
-            continue
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        try:
-            yield k, decode_line(raw, name, k + 1)
-        except InputError as exc:
-            yield k, exc
-            return
-        k += 1
 
 
 @click.command("translate", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -73,36 +53,37 @@ def read_input(stream: IO[bytes], name: str) -> Iterator[tuple[int, object]]:
 @click.option("--amp", type=click.Choice(["auto", "none", "bf16", "fp16"]), default="auto", show_default=True)
 @click.option("--threads", default=0, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
+@click.option("--quantize", type=click.Choice(["none", "int8"]), default="none", show_default=True,
+              help="int8: dynamic int8 weights for the linear and recurrent layers (CPU only; faster, BLEU nearly unchanged).")
+@click.option("--shortlist", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Restrict the output layer per batch to the top translations of the source words in this "
+                   "'source target count' table (e.g. nmtkit-align --build-dict FILE --dict-top-k K).")
+@click.option("--shortlist-k", default=50, show_default=True, type=click.IntRange(min=1),
+              help="Translations per source word taken from --shortlist.")
+@click.option("--shortlist-frequent", default=100, show_default=True, type=click.IntRange(min=0),
+              help="Most frequent target symbols always in the shortlist.")
+@click.option("--strict", is_flag=True,
+              help="Stop at the first line that is not valid UTF-8 (default: replace its bad bytes by U+FFFD and warn).")
 @handle_errors(PROG)
 @handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble."""
     import torch
 
-    from nmtkit.generate.loading import load_ensemble
-    from nmtkit.generate.translator import SearchOptions, Translator
-    from nmtkit.generate.unk import load_lexicon
-    from nmtkit.checkpoint import pipelines_from_checkpoint
+    from nmtkit.generate.translator import Translator
     from nmtkit.utils.progress import progress_bar
 
-    search = SearchOptions(kw["beam"], kw["nbest"], kw["max_len_a"], kw["max_len_b"], kw["min_len"], kw["lenpen"], kw["lenpen_form"], kw["unkpen"])
-    search.validate()
     if kw["threads"] > 0:
         torch.set_num_threads(kw["threads"])
-    lexicon = load_lexicon(kw["replace_unk"]) if kw["replace_unk"] not in (None, COPY) else None
-    device = parse_device(kw["device"])
-    model, ckpts = load_ensemble(kw["path"], device)
-    src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-    if kw["data"]:
-        src_pipe, tgt_pipe = _pipelines_from_data(kw["data"], model)
-    amp = None
-    if device.type == "cuda" and kw["amp"] != "none":
-        amp = torch.bfloat16 if kw["amp"] in ("auto", "bf16") and torch.cuda.is_bf16_supported() else torch.float16
-    max_src = kw["max_source_len"] or _model_source_limit(model) or 400
     want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
-    translator = Translator(model, src_pipe, tgt_pipe, search, device, replace_unk=kw["replace_unk"] is not None,
-                            lexicon=lexicon, alignments=want_align and model.has_attention,
-                            align_shift=kw["align_shift"], max_source_len=max_src, amp_dtype=amp)
+    replace_unk = {None: False, COPY: True}.get(kw["replace_unk"], kw["replace_unk"])
+    translator = Translator.from_checkpoint(
+        kw["path"], kw["beam"], nbest=kw["nbest"], device=kw["device"], replace_unk=replace_unk,
+        alignments="auto" if want_align else False, align_shift=kw["align_shift"], lenpen=kw["lenpen"],
+        lenpen_form=kw["lenpen_form"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"], min_len=kw["min_len"],
+        unkpen=kw["unkpen"], max_source_len=kw["max_source_len"], amp=kw["amp"], data=kw["data"],
+        batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
+        shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"])
 
     in_stream = open(kw["input_path"], "rb") if kw["input_path"] else sys.stdin.buffer
     in_name = kw["input_path"] or "<stdin>"
@@ -115,15 +96,18 @@ def command(**kw) -> None:  # noqa: ANN003
     progress = progress_bar("sentences", transient=True)
     task = progress.add_task("translate", total=None)
 
+    def warn_invalid(exc: InputError) -> None:
+        click.echo(f"{PROG}: warning: {exc}", err=True)
+
     def flush(buf: list[tuple[int, str]]) -> None:
-        writer.write(translator.translate(buf, kw["batch_size"], kw["max_tokens"]))
+        writer.write(translator.translate_indexed(buf))
         progress.advance(task, len(buf))
 
     try:
         with torch.inference_mode(), writer, (progress if show else nullcontext()):
             buf: list[tuple[int, str]] = []
             error: Optional[InputError] = None
-            for k, text in read_input(in_stream, in_name):
+            for k, text in iter_input_lines(in_stream, in_name, strict=kw["strict"], on_invalid=warn_invalid):
                 if text is PAUSE:  # a pipe paused: translate and write what has arrived
                     if buf:
                         flush(buf)
@@ -217,25 +201,6 @@ class OutputWriter:
             if self.align_out is not None:
                 self.align_out.write(format_pharaoh(tr.candidates[0].alignment) + "\n")
         self.out.flush()
-
-
-def _model_source_limit(model) -> Optional[int]:  # noqa: ANN001
-    """The longest source (pieces, without </s>) every member can take, if any has a limit."""
-    limits = []
-    for m in model.models:
-        cfg = m.cfg
-        if getattr(cfg, "score", None) == "location" and getattr(cfg, "attention", "none") != "none":
-            limits.append(int(cfg.max_source_positions) - 1)
-    return min(limits) if limits else None
-
-
-def _pipelines_from_data(data_dir: str, model):  # noqa: ANN001, ANN202
-    from nmtkit.data.dataset import DataDir
-
-    data = DataDir(data_dir)
-    if data.src_dict != model.src_dict or data.tgt_dict != model.tgt_dict:
-        raise NmtkitError(f"{data_dir}: dictionaries do not match the checkpoint's (preprocessed with other settings?)")
-    return data.pipeline(data.src_lang), data.pipeline(data.tgt_lang)
 
 
 def main() -> None:

@@ -4,12 +4,22 @@ A :class:`Translator` owns an ensemble, the source/target text pipelines, the di
 and the search settings.  It turns a buffer of input lines into :class:`Translation` records
 (sorted by length for batching, returned in input order) with everything the output formats
 need: detokenized text, tokens, scores, per-token log-probs, word alignments.
+
+As a library (``from nmtkit import Translator``)::
+
+    t = Translator.from_checkpoint("ckpt.pt", beam=5)
+    t.translate(["A man rides a bike ."])                  # -> ["..."]
+    t.translate(["A man rides a bike ."], details=True)    # -> [Translation(...)] with scores
+
+``nmtkit-translate`` builds its translator with :meth:`Translator.from_checkpoint` too and feeds
+it numbered buffers (:meth:`Translator.translate_indexed`) as they stream in.
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Literal, Optional, Sequence, Union, overload
 
 import torch
 
@@ -18,6 +28,8 @@ from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_in
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import Hypothesis, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.quantize import check_quantize, quantize_ensemble
+from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words, piece_word_index
 
@@ -84,6 +96,9 @@ class Translator:
         align_shift: int = 0,
         max_source_len: Optional[int] = None,
         amp_dtype: Optional[torch.dtype] = None,
+        batch_size: int = 32,
+        max_tokens: Optional[int] = None,
+        shortlist: Optional[Shortlist] = None,
     ) -> None:
         search.validate()
         if (replace_unk or alignments) and not model.has_attention:
@@ -102,10 +117,83 @@ class Translator:
         self.align_shift = align_shift
         self.max_source_len = max_source_len
         self.amp_dtype = amp_dtype
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.shortlist = shortlist
         self.warnings: list[str] = []
         self.n_sentences = 0
         self.n_target_tokens = 0
         self.seconds = 0.0
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+        beam: int = 5,
+        *,
+        nbest: int = 1,
+        device: Union[str, torch.device, None] = None,
+        replace_unk: Union[bool, str, os.PathLike, dict[str, str]] = False,
+        alignments: Union[bool, Literal["auto"]] = False,
+        align_shift: int = 0,
+        lenpen: float = 1.0,
+        lenpen_form: str = "fairseq",
+        max_len_a: float = 1.5,
+        max_len_b: int = 10,
+        min_len: int = 1,
+        unkpen: float = 0.0,
+        max_source_len: Optional[int] = None,
+        amp: str = "auto",
+        data: Union[str, os.PathLike, None] = None,
+        batch_size: int = 32,
+        max_tokens: Optional[int] = None,
+        quantize: str = "none",
+        shortlist: Union[str, os.PathLike, None] = None,
+        shortlist_k: int = 50,
+        shortlist_frequent: int = 100,
+    ) -> "Translator":
+        """Load a checkpoint (or an ensemble: a list of paths, or ``"a.pt:b.pt"``) ready to translate.
+
+        ``device``: None or ``"auto"`` takes a GPU when present.  ``replace_unk``: True copies the
+        most-attended source word for each ``<unk>``; a path or dict translates it through a
+        ``source target`` lexicon first.  ``alignments``: compute word alignments (``"auto"``: when
+        the model has attention).  ``amp``: ``auto|none|bf16|fp16`` (GPU only).  ``data``: use that
+        data directory's text pipelines.  ``quantize="int8"``: dynamic int8 weights (CPU only,
+        :mod:`nmtkit.generate.quantize`).  ``shortlist``: a ``source target count`` lexical table
+        restricting the output layer per batch to the top ``shortlist_k`` translations of the
+        source words plus the ``shortlist_frequent`` most frequent targets
+        (:mod:`nmtkit.generate.shortlist`).  The rest are the search options of ``nmtkit-translate``.
+        """
+        from nmtkit.checkpoint import pipelines_from_checkpoint
+        from nmtkit.generate.loading import load_ensemble
+        from nmtkit.generate.unk import load_lexicon
+        from nmtkit.utils.device import parse_device
+
+        search = SearchOptions(beam, nbest, max_len_a, max_len_b, min_len, lenpen, lenpen_form, unkpen)
+        search.validate()  # before the (slow) loading
+        lexicon = None
+        if isinstance(replace_unk, dict):
+            lexicon = replace_unk
+        elif replace_unk is not None and not isinstance(replace_unk, bool):
+            lexicon = load_lexicon(replace_unk)
+        dev = parse_device(device)
+        check_quantize(quantize, dev)
+        paths = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
+        model, ckpts = load_ensemble(paths, dev)
+        quantize_ensemble(model, quantize, dev)
+        src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
+        if data is not None:
+            src_pipe, tgt_pipe = pipelines_from_data(data, model)
+        table = None
+        if shortlist is not None:
+            table = Shortlist.load(shortlist, tgt_pipe, model.tgt_dict, k=shortlist_k, frequent=shortlist_frequent,
+                                   lowercase_source=src_pipe.lowercase)
+        if alignments == "auto":
+            alignments = model.has_attention
+        return cls(model, src_pipe, tgt_pipe, search, dev, replace_unk=replace_unk is True or lexicon is not None,
+                   lexicon=lexicon, alignments=bool(alignments), align_shift=align_shift,
+                   max_source_len=max_source_len or model_source_limit(model) or 400,
+                   amp_dtype=amp_dtype(dev, amp), batch_size=batch_size, max_tokens=max_tokens,
+                   shortlist=table)
 
     # -- encoding input ---------------------------------------------------------------------
     def _prepare(self, index: int, line: str) -> dict:
@@ -125,21 +213,50 @@ class Translator:
             "ids": self.src_dict.encode(pieces, add_eos=False),
         }
 
-    # -- the main entry ---------------------------------------------------------------------
-    def translate(self, lines: Sequence[tuple[int, str]], batch_size: int = 32, max_tokens: Optional[int] = None) -> list[Translation]:
-        """Translate ``(index, line)`` pairs; results in the order given."""
+    # -- the main entries -------------------------------------------------------------------
+    @overload
+    def translate(self, lines: Sequence[str], batch_size: Optional[int] = None, max_tokens: Optional[int] = None,
+                  *, details: Literal[False] = False) -> list[str]: ...
+
+    @overload
+    def translate(self, lines: Sequence[str], batch_size: Optional[int] = None, max_tokens: Optional[int] = None,
+                  *, details: Literal[True]) -> list[Translation]: ...
+
+    def translate(self, lines, batch_size=None, max_tokens=None, *, details=False):  # noqa: ANN001, ANN201
+        """Translate lines of raw text; one result per line, in order.
+
+        Returns the best translation of each line as a string, or with ``details=True`` a
+        :class:`Translation` per line (``candidates``: the n-best list with scores, per-token
+        log-probabilities and, if the translator was built with ``alignments``, word alignments).
+        ``(index, line)`` pairs (the streaming form) are accepted too and always give records.
+        """
+        if isinstance(lines, (str, bytes)):
+            raise TypeError("Translator.translate() takes a list of lines, not one string")
+        items = list(lines)
+        if items and isinstance(items[0], tuple):
+            return self.translate_indexed(items, batch_size, max_tokens)
+        records = self.translate_indexed(list(enumerate(items)), batch_size, max_tokens)
+        return records if details else [r.candidates[0].text for r in records]
+
+    def translate_indexed(self, lines: Sequence[tuple[int, str]], batch_size: Optional[int] = None,
+                          max_tokens: Optional[int] = None) -> list[Translation]:
+        """Translate ``(index, line)`` pairs; results in the order given (the CLI's streaming buffers)."""
+        batch_size = batch_size or self.batch_size
+        max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         t0 = time.perf_counter()
         items = [self._prepare(i, line) for i, line in lines]
         results: list[Optional[Translation]] = [None] * len(items)
         todo = []
         for k, it in enumerate(items):
-            if not it["pieces"]:  # empty input line -> empty output line, no model call
-                results[k] = Translation(it["index"], it["line"], [], [Candidate("", [], [], 0.0, [0.0])])
+            if not it["pieces"]:  # empty input line -> empty output, no model call; still nbest
+                # entries, as a Moses n-best reader expects every sentence id to have nbest of them
+                empty = [Candidate("", [], [], 0.0, [0.0]) for _ in range(self.search.nbest)]
+                results[k] = Translation(it["index"], it["line"], [], empty)
             else:
                 todo.append(k)
         todo.sort(key=lambda k: len(items[k]["ids"]))
         for batch in _batches(todo, [len(items[k]["ids"]) + 1 for k in todo], batch_size, max_tokens):
-            hyps = self._search([items[k]["ids"] for k in batch])
+            hyps = self._search([items[k]["ids"] for k in batch], self._shortlist_ids([items[k] for k in batch]))
             for k, nbest in zip(batch, hyps):
                 results[k] = self._finish(items[k], nbest)
         self.seconds += time.perf_counter() - t0
@@ -148,7 +265,16 @@ class Translator:
         self.n_target_tokens += sum(len(r.candidates[0].pieces) + 1 for r in out if r.candidates[0].pieces)
         return out
 
-    def _search(self, id_lists: list[list[int]]) -> list[list[Hypothesis]]:
+    def _shortlist_ids(self, batch: list[dict]) -> Optional[torch.Tensor]:
+        """The output-layer shortlist of one batch (None without a shortlist table)."""
+        if self.shortlist is None:
+            return None
+        low = self.src_pipe.lowercase
+        return self.shortlist.ids_for(
+            sentence_keys(split_words(it["line"]), it["tokens"], it["pieces"], low) for it in batch
+        ).to(self.device)
+
+    def _search(self, id_lists: list[list[int]], shortlist: Optional[torch.Tensor] = None) -> list[list[Hypothesis]]:
         src, lengths = pad_sequences(id_lists)
         src, lengths = src.to(self.device), lengths.to(self.device)
         s = self.search
@@ -157,7 +283,7 @@ class Translator:
             return beam_search(
                 self.model, src, lengths, beam=s.beam, nbest=s.nbest, max_len_a=s.max_len_a, max_len_b=s.max_len_b,
                 min_len=s.min_len, lenpen=s.lenpen, lenpen_form=s.lenpen_form, unkpen=s.unkpen,
-                return_attention=self.replace_unk or self.alignments,
+                return_attention=self.replace_unk or self.alignments, shortlist=shortlist,
             )
 
     def _finish(self, item: dict, nbest: list[Hypothesis]) -> Translation:
@@ -180,6 +306,35 @@ class Translator:
         tgt_word_of = piece_word_index(text, tokens, pieces, self.tgt_pipe.tokenizer == "none")
         return align_words(attention, src_word_of, tgt_word_of, self.align_shift,
                            n_src_words=len(split_words(item["line"])), n_tgt_words=len(split_words(text)))
+
+
+def model_source_limit(model: EnsembleModel) -> Optional[int]:
+    """The longest source (pieces, without </s>) every member can take, if any has a limit."""
+    limits = []
+    for m in model.models:
+        cfg = m.cfg
+        if getattr(cfg, "score", None) == "location" and getattr(cfg, "attention", "none") != "none":
+            limits.append(int(cfg.max_source_positions) - 1)
+    return min(limits) if limits else None
+
+
+def amp_dtype(device: torch.device, amp: str = "auto") -> Optional[torch.dtype]:
+    """Autocast dtype for ``--amp auto|none|bf16|fp16``: GPU only, bf16 where supported."""
+    if amp not in ("auto", "none", "bf16", "fp16"):
+        raise NmtkitError(f"amp must be auto, none, bf16 or fp16, got {amp!r}")
+    if device.type != "cuda" or amp == "none":
+        return None
+    return torch.bfloat16 if amp in ("auto", "bf16") and torch.cuda.is_bf16_supported() else torch.float16
+
+
+def pipelines_from_data(data_dir: Union[str, os.PathLike], model: EnsembleModel) -> tuple[TextPipeline, TextPipeline]:
+    """A data directory's text pipelines, refused unless its dictionaries are the model's."""
+    from nmtkit.data.dataset import DataDir
+
+    data = DataDir(data_dir)
+    if data.src_dict != model.src_dict or data.tgt_dict != model.tgt_dict:
+        raise NmtkitError(f"{data_dir}: dictionaries do not match the checkpoint's (preprocessed with other settings?)")
+    return data.pipeline(data.src_lang), data.pipeline(data.tgt_lang)
 
 
 class _null:

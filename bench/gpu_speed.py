@@ -71,7 +71,7 @@ def translate_throughput(ckpt: str, test: str, compile_step: bool, amp: str, bat
     256 lines), optionally with every member's ``decode_step`` under ``torch.compile``."""
     from nmtkit.generate.loading import load_ensemble
     from nmtkit.generate.translator import SearchOptions, Translator
-    from nmtkit.train.checkpoint import pipelines_from_checkpoint
+    from nmtkit.checkpoint import pipelines_from_checkpoint
 
     device = torch.device("cuda")
     model, ckpts = load_ensemble(ckpt, device)

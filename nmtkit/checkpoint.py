@@ -5,7 +5,7 @@ name, arch and resolved options, both dictionaries, the text pipeline (tokenizer
 BPE codes inlined), the weights, and (for resuming) the full training state.
 
 It sits at the package root because training writes checkpoints and generation (translate,
-score, align) reads them: neither may depend on the other (``nmtkit.train.checkpoint`` re-exports it).
+score, align) reads them: neither may depend on the other.
 """
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: 
     from nmtkit.data.dictionary import Dictionary
     from nmtkit.data.text_pipeline import TextPipeline
     from nmtkit.models import registry
-    from nmtkit.train.checkpoint import model_payload, save_checkpoint
+    from nmtkit.checkpoint import model_payload, save_checkpoint
 
     vocab = (words or "the a cat dog sees sits runs man sleeps . , Anna die der eine Katze Hund sieht sitzt läuft Mann schläft").split()
     d = Dictionary.build(Counter(vocab))

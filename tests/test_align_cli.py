@@ -28,7 +28,7 @@ from nmtkit.evaluate.symmetrize import symmetrize
 from nmtkit.generate.loading import load_ensemble
 from nmtkit.generate.unk import load_lexicon
 from nmtkit.models import registry
-from nmtkit.train.checkpoint import model_payload, save_checkpoint
+from nmtkit.checkpoint import model_payload, save_checkpoint
 
 # Hand-written subword-nmt codes: "hund" -> "hu@@ nd", "katze" -> "ka@@ tze"; der, sieht, die stay whole.
 BPE_CODES = ("#version: 0.2\nh u\nn d</w>\nk a\nt z\ntz e</w>\nd e\nde r</w>\ns i\ne h\nsi eh\nsieh t</w>\n"

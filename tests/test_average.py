@@ -14,7 +14,7 @@ from nmtkit.cli.average import command as average
 from nmtkit.cli.translate import command as translate
 from nmtkit.errors import NmtkitError
 from nmtkit.train.average import average_checkpoints, last_epoch_checkpoints
-from nmtkit.train.checkpoint import load_checkpoint, load_model
+from nmtkit.checkpoint import load_checkpoint, load_model
 
 from conftest import make_checkpoint
 

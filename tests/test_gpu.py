@@ -36,7 +36,7 @@ def _batch(vocab: int, bsz: int = 6, src_len: int = 9, tgt_len: int = 7, seed: i
 
 @pytest.mark.parametrize("arch,overrides", ARCHS)
 def test_forward_and_gradients_match_the_cpu(tmp_path: Path, arch: str, overrides: dict) -> None:
-    from nmtkit.train.checkpoint import load_model
+    from nmtkit.checkpoint import load_model
 
     # dropout 0 so that training mode (which cuDNN's RNN backward needs) is deterministic
     path = make_checkpoint(tmp_path / "m.pt", arch=arch, dropout=0.0, **overrides)
@@ -60,7 +60,7 @@ def test_forward_and_gradients_match_the_cpu(tmp_path: Path, arch: str, override
 def test_beam_search_on_the_gpu_equals_the_cpu(tmp_path: Path) -> None:
     from nmtkit.generate.beam import beam_search
     from nmtkit.generate.ensemble import EnsembleModel
-    from nmtkit.train.checkpoint import load_model
+    from nmtkit.checkpoint import load_model
 
     path = make_checkpoint(tmp_path / "m.pt", arch="rnnsearch_tiny")
     src, lengths, _ = _batch(20)

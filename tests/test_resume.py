@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
-from nmtkit.train.checkpoint import load_checkpoint, save_checkpoint
+from nmtkit.checkpoint import load_checkpoint, save_checkpoint
 from nmtkit.train.lock import LOCK_NAME
 
 from test_train import data_dir, params, run_train  # noqa: F401  (data_dir is a fixture)

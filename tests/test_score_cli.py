@@ -165,7 +165,7 @@ def tiny_model(tiny_parallel: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     from nmtkit.cli.preprocess import command as preprocess
     from nmtkit.data.dataset import DataDir
     from nmtkit.models import build_model, config_from_dict
-    from nmtkit.train.checkpoint import model_payload, save_checkpoint
+    from nmtkit.checkpoint import model_payload, save_checkpoint
 
     data = tmp_path / "data"
     res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),

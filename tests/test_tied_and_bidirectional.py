@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from nmtkit.data.dictionary import EOS_ID, PAD_ID, Dictionary
 from nmtkit.errors import NmtkitError
 from nmtkit.models import build_model, resolve_config
-from nmtkit.train.checkpoint import load_checkpoint, load_model, save_checkpoint
+from nmtkit.checkpoint import load_checkpoint, load_model, save_checkpoint
 
 from conftest import make_checkpoint
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
-from nmtkit.train.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
 from nmtkit.data.dataset import collate
 from nmtkit.errors import NmtkitError
-from nmtkit.train.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint
 from nmtkit.train.distributed import DistInfo
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.trainer import Trainer, resolve_train_options

@@ -42,7 +42,8 @@ def train_throughput(data: str, batch: dict, updates: int, warmup: int, amp: str
 
     from nmtkit.data.dataset import make_batches
     from nmtkit.train import distributed as distmod
-    from nmtkit.train.trainer import Trainer, resolve_train_options
+    from nmtkit.train.options import resolve_train_options
+    from nmtkit.train.trainer import Trainer
 
     opt = resolve_train_options(data, {"arch": "luong_wmt_en_de", "amp": amp, "device": "cuda", "no_progress": True,
                                        "save_dir": "/tmp/gpu_speed_ck", "max_tokens": batch.get("max_tokens"),

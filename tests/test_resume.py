@@ -3,7 +3,6 @@ phase, and what a killed run leaves behind (temporary files, log records of redo
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

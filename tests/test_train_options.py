@@ -19,7 +19,8 @@ from nmtkit.errors import NmtkitError
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.train.distributed import DistInfo
 from nmtkit.train.loss import sequence_loss
-from nmtkit.train.trainer import Trainer, resolve_train_options
+from nmtkit.train.options import resolve_train_options
+from nmtkit.train.trainer import Trainer
 
 torch.set_num_threads(1)
 

@@ -126,7 +126,8 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     """Train a model on DATA (a directory written by nmtkit-preprocess)."""
     from nmtkit.train import distributed as distmod
     from nmtkit.train.lock import SaveDirLock
-    from nmtkit.train.trainer import StopTraining, Trainer, resolve_train_options
+    from nmtkit.train.options import resolve_train_options
+    from nmtkit.train.trainer import StopTraining, Trainer
 
     resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
     overrides = {k: kw.pop(k) for k in MODEL_FLAGS}

@@ -13,7 +13,6 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-import torch
 
 from nmtkit.errors import NmtkitError
 from nmtkit.checkpoint import load_checkpoint

@@ -11,11 +11,10 @@ import functools
 import hashlib
 import json
 import math
-import random
 import signal
 import time
 from contextlib import nullcontext
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,154 +26,18 @@ from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
 from nmtkit.checkpoint import load_checkpoint, model_payload, save_checkpoint
-from nmtkit.train.guided import GUIDED_LOSSES, gold_alignment_matrix, guided_alignment_loss
+from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import DEFAULT_LR, LRSchedule, build_optimizer
 from nmtkit.utils.tempfiles import remove_stale_temps
-from nmtkit.utils.textio import atomic_write
-from nmtkit.utils.textio import ensure_dir, output_error
-
-
-@dataclass
-class TrainOptions:
-    """Everything about *how* to train (the model's options live in its Config)."""
-
-    data: str
-    save_dir: str = "checkpoints"
-    arch: str = "luong_tiny"
-    max_tokens: Optional[int] = 4000
-    batch_size: Optional[int] = None
-    max_epoch: int = 10
-    max_update: int = 0
-    stop_time_hours: float = 0.0
-    seed: int = 1
-    optimizer: str = "adam"
-    lr: Optional[float] = None
-    lr_schedule: str = "fixed"
-    halve_after: int = 5
-    lr_shrink: float = 0.5
-    plateau_patience: int = 0
-    min_lr: float = 0.0
-    clip_norm: float = 5.0
-    label_smoothing: float = 0.0
-    patience: int = 0
-    validate_interval_updates: int = 0
-    save_interval_updates: int = 0
-    keep_epoch_checkpoints: bool = True
-    log_interval: int = 50
-    train_subset: str = "train"
-    valid_subset: str = "valid"
-    device: str = "auto"
-    amp: str = "auto"  # auto|none|bf16|fp16
-    threads: int = 0
-    no_progress: bool = False
-    #: Accumulate the gradients of this many batches per update.
-    update_freq: int = 1
-    #: token: the loss is averaged over target tokens; sentence: summed over each sentence and
-    #: averaged over sentences (both papers; their clipping thresholds assume it).
-    loss_norm: str = "token"
-    #: Translate the valid split after each validation and log cased detokenized BLEU.
-    eval_bleu: bool = False
-    eval_bleu_beam: int = 5
-    eval_bleu_max_sentences: int = 0  # 0: the whole split
-    #: loss | bleu: what checkpoint_best.pt, --patience and the plateau schedule follow.
-    best_checkpoint_metric: str = "loss"
-    #: Keep only the last N checkpoint{epoch}.pt files (0: keep all).
-    keep_last: int = 0
-    #: λ of guided alignment (0: off): adds λ times an attention-vs-links loss (nmtkit.train.guided);
-    #: needs data preprocessed with --alignfile and a model with attention.
-    guided_alignment_weight: float = 0.0
-    #: ce | mse (see nmtkit.train.guided).
-    guided_alignment_loss: str = "ce"
-
-    def validate(self) -> None:
-        """One-line errors for option combinations no single click type can check."""
-        if self.loss_norm not in LOSS_NORMS:
-            raise NmtkitError(f"--loss-norm must be one of {', '.join(LOSS_NORMS)}, got {self.loss_norm!r}")
-        if self.best_checkpoint_metric not in BEST_METRICS:
-            raise NmtkitError(f"--best-checkpoint-metric must be one of {', '.join(BEST_METRICS)}, got {self.best_checkpoint_metric!r}")
-        if self.best_checkpoint_metric == "bleu" and not self.eval_bleu:
-            raise NmtkitError("--best-checkpoint-metric bleu needs --eval-bleu")
-        if self.guided_alignment_loss not in GUIDED_LOSSES:
-            raise NmtkitError(f"--guided-alignment-loss must be one of {', '.join(GUIDED_LOSSES)}, got {self.guided_alignment_loss!r}")
-        if self.guided_alignment_weight < 0:
-            raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
-
-
-LOSS_NORMS = ("token", "sentence")
-BEST_METRICS = ("loss", "bleu")
-#: Training options a preset may set (``register_arch(..., train_defaults=...)``).
-PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_norm", "loss_norm")
-
-
-def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
-    """Command-line values -> :class:`TrainOptions`.  Options left unset (None) among
-    :data:`PRESET_TRAIN_OPTIONS` take the preset's training default (the papers' optimiser,
-    clipping, loss normalisation), else the :class:`TrainOptions` default."""
-    from nmtkit.models import registry
-
-    values = dict(given)
-    preset = registry.train_defaults(values.get("arch") or TrainOptions.arch)
-    defaults = TrainOptions(data=data)
-    for name in PRESET_TRAIN_OPTIONS:
-        if values.get(name) is None:
-            values[name] = preset.get(name, getattr(defaults, name))
-    opt = TrainOptions(data=data, **values)
-    opt.validate()
-    return opt
-
-
-@dataclass
-class TrainState:
-    """What resuming needs besides weights and optimizer state."""
-
-    epoch: int = 1  # the epoch in progress (or next to start)
-    batches_done: int = 0  # batches of ``epoch`` already trained on
-    update: int = 0
-    best_valid_loss: Optional[float] = None
-    best_valid_bleu: Optional[float] = None
-    bad_epochs: int = 0  # epochs without improvement of the best-checkpoint metric (early stopping)
-    epoch_nll: float = 0.0  # training NLL summed over the current epoch so far
-    epoch_tokens: float = 0.0
-    finished_epochs: list[dict] = field(default_factory=list)  # validation history
-
-    @property
-    def epochs_done(self) -> int:
-        return self.epoch - 1
+from nmtkit.train.display import TrainDisplay
+from nmtkit.train.options import TrainOptions
+from nmtkit.train.state import TrainState, rng_state, seed_everything, set_rng_state
+from nmtkit.utils.textio import atomic_write, ensure_dir, output_error
 
 
 class StopTraining(Exception):
     pass
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
-
-
-def rng_state() -> dict:
-    """All RNG states as plain lists and tensors (loadable with ``weights_only=True``)."""
-    py = random.getstate()
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {
-        "python": [py[0], list(py[1]), py[2]],
-        "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    name, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 # -- resuming with changed options -------------------------------------------------------------
@@ -667,7 +530,7 @@ class Trainer:
         self._plot_curve()
         return self.state
 
-    def _train_epoch(self, display: "TrainDisplay") -> bool:
+    def _train_epoch(self, display: TrainDisplay) -> bool:
         """Train the rest of the current epoch; False when stopped early (max-update/signal)."""
         opt, st = self.opt, self.state
         batches = make_batches(self.train_set.src_sizes, self.train_set.tgt_sizes, opt.max_tokens, opt.batch_size, seed=opt.seed, epoch=st.epoch)
@@ -731,7 +594,7 @@ class Trainer:
         raise KeyboardInterrupt(name)
 
     @_interruptible
-    def _valid_bleu(self, display: "TrainDisplay") -> Optional[dict]:
+    def _valid_bleu(self, display: TrainDisplay) -> Optional[dict]:
         """``--eval-bleu``: beam-search BLEU on the valid split (see ``nmtkit.train.eval_bleu``)."""
         if not self.opt.eval_bleu or self.valid_set is None:
             return None
@@ -769,7 +632,7 @@ class Trainer:
         for _, path in numbered[: -self.opt.keep_last]:
             path.unlink(missing_ok=True)
 
-    def _end_of_epoch(self, display: "TrainDisplay") -> bool:
+    def _end_of_epoch(self, display: TrainDisplay) -> bool:
         """Validate, step the schedule, write checkpoints; True when training should stop."""
         st, opt = self.state, self.opt
         v = self.validate()
@@ -835,63 +698,3 @@ def _config_diff(name_a, cfg_a: dict, name_b, cfg_b: dict) -> str:  # noqa: ANN0
         if cfg_a.get(k) != cfg_b.get(k):
             parts.append(f"{k}: checkpoint {cfg_a.get(k)!r}, now {cfg_b.get(k)!r}")
     return "; ".join(parts) or "no differences"
-
-
-class TrainDisplay:
-    """rich progress while training (a live bar on a terminal, plain log lines otherwise)."""
-
-    def __init__(self, console, enabled: bool = True, is_main: bool = True) -> None:  # noqa: ANN001
-        """``enabled``: progress bar / periodic log lines; messages and epoch summaries print whenever ``is_main``."""
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.console = console
-        self.enabled = enabled
-        self.is_main = is_main
-        self.live = enabled and console.is_terminal
-        self.progress = Progress(
-            TextColumn("[bold]epoch {task.fields[epoch]}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("upd {task.fields[update]} loss {task.fields[loss]:.3f} ppl {task.fields[ppl]:.2f} lr {task.fields[lr]:.3g} |g| {task.fields[gnorm]:.2f} {task.fields[tps]:,.0f} tok/s"),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not self.live,
-        )
-        self.task = None
-
-    def __enter__(self) -> "TrainDisplay":
-        self.progress.__enter__()
-        return self
-
-    def __exit__(self, *exc) -> None:  # noqa: ANN002
-        self.progress.__exit__(*exc)
-
-    def start_epoch(self, epoch: int, total: int, done: int) -> None:
-        if self.task is not None:
-            self.progress.remove_task(self.task)
-        self.task = self.progress.add_task("train", total=total, completed=done, epoch=epoch, update=0, loss=0.0, ppl=0.0, lr=0.0, gnorm=0.0, tps=0.0)
-
-    def update(self, s: dict, advance: int = 1) -> None:
-        if self.task is not None:
-            self.progress.update(self.task, advance=advance, update=s["update"], loss=s["loss"], ppl=s["ppl"], lr=s["lr"], gnorm=s["gnorm"], tps=s["tok_per_s"])
-
-    def log_line(self, s: dict) -> None:
-        if self.enabled and not self.live:
-            self.console.print(
-                f"epoch {s['epoch']} update {s['update']}: loss {s['loss']:.3f} ppl {s['ppl']:.2f} lr {s['lr']:.3g} "
-                f"gnorm {s['gnorm']:.2f} {s['tok_per_s']:,.0f} tok/s {s['sent_per_s']:,.1f} sent/s"
-            )
-
-    def message(self, text: str) -> None:
-        if self.is_main:
-            self.console.print(text)
-
-    def end_epoch(self, record: dict, improved: bool) -> None:
-        if not self.is_main:
-            return
-        if "valid_loss" in record:
-            star = " (best)" if improved else ""
-            bleu = f", BLEU {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
-            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']}, valid loss {record['valid_loss']:.3f}, ppl {record['valid_ppl']:.2f}{bleu}{star}, lr {record['lr']:.3g}")
-        else:
-            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']} (no validation split)")

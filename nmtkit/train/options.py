@@ -1,0 +1,98 @@
+"""How to train: every option of ``nmtkit-train`` that is not a model option, and how the
+command line, the preset's training defaults and the built-in defaults combine."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from nmtkit.errors import NmtkitError
+from nmtkit.train.guided import GUIDED_LOSSES
+
+
+@dataclass
+class TrainOptions:
+    """Everything about *how* to train (the model's options live in its Config)."""
+
+    data: str
+    save_dir: str = "checkpoints"
+    arch: str = "luong_tiny"
+    max_tokens: Optional[int] = 4000
+    batch_size: Optional[int] = None
+    max_epoch: int = 10
+    max_update: int = 0
+    stop_time_hours: float = 0.0
+    seed: int = 1
+    optimizer: str = "adam"
+    lr: Optional[float] = None
+    lr_schedule: str = "fixed"
+    halve_after: int = 5
+    lr_shrink: float = 0.5
+    plateau_patience: int = 0
+    min_lr: float = 0.0
+    clip_norm: float = 5.0
+    label_smoothing: float = 0.0
+    patience: int = 0
+    validate_interval_updates: int = 0
+    save_interval_updates: int = 0
+    keep_epoch_checkpoints: bool = True
+    log_interval: int = 50
+    train_subset: str = "train"
+    valid_subset: str = "valid"
+    device: str = "auto"
+    amp: str = "auto"  # auto|none|bf16|fp16
+    threads: int = 0
+    no_progress: bool = False
+    #: Accumulate the gradients of this many batches per update.
+    update_freq: int = 1
+    #: token: the loss is averaged over target tokens; sentence: summed over each sentence and
+    #: averaged over sentences (both papers; their clipping thresholds assume it).
+    loss_norm: str = "token"
+    #: Translate the valid split after each validation and log cased detokenized BLEU.
+    eval_bleu: bool = False
+    eval_bleu_beam: int = 5
+    eval_bleu_max_sentences: int = 0  # 0: the whole split
+    #: loss | bleu: what checkpoint_best.pt, --patience and the plateau schedule follow.
+    best_checkpoint_metric: str = "loss"
+    #: Keep only the last N checkpoint{epoch}.pt files (0: keep all).
+    keep_last: int = 0
+    #: λ of guided alignment (0: off): adds λ times an attention-vs-links loss (nmtkit.train.guided);
+    #: needs data preprocessed with --alignfile and a model with attention.
+    guided_alignment_weight: float = 0.0
+    #: ce | mse (see nmtkit.train.guided).
+    guided_alignment_loss: str = "ce"
+
+    def validate(self) -> None:
+        """One-line errors for option combinations no single click type can check."""
+        if self.loss_norm not in LOSS_NORMS:
+            raise NmtkitError(f"--loss-norm must be one of {', '.join(LOSS_NORMS)}, got {self.loss_norm!r}")
+        if self.best_checkpoint_metric not in BEST_METRICS:
+            raise NmtkitError(f"--best-checkpoint-metric must be one of {', '.join(BEST_METRICS)}, got {self.best_checkpoint_metric!r}")
+        if self.best_checkpoint_metric == "bleu" and not self.eval_bleu:
+            raise NmtkitError("--best-checkpoint-metric bleu needs --eval-bleu")
+        if self.guided_alignment_loss not in GUIDED_LOSSES:
+            raise NmtkitError(f"--guided-alignment-loss must be one of {', '.join(GUIDED_LOSSES)}, got {self.guided_alignment_loss!r}")
+        if self.guided_alignment_weight < 0:
+            raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
+
+
+LOSS_NORMS = ("token", "sentence")
+BEST_METRICS = ("loss", "bleu")
+#: Training options a preset may set (``register_arch(..., train_defaults=...)``).
+PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_norm", "loss_norm")
+
+
+def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
+    """Command-line values -> :class:`TrainOptions`.  Options left unset (None) among
+    :data:`PRESET_TRAIN_OPTIONS` take the preset's training default (the papers' optimiser,
+    clipping, loss normalisation), else the :class:`TrainOptions` default."""
+    from nmtkit.models import registry
+
+    values = dict(given)
+    preset = registry.train_defaults(values.get("arch") or TrainOptions.arch)
+    defaults = TrainOptions(data=data)
+    for name in PRESET_TRAIN_OPTIONS:
+        if values.get(name) is None:
+            values[name] = preset.get(name, getattr(defaults, name))
+    opt = TrainOptions(data=data, **values)
+    opt.validate()
+    return opt

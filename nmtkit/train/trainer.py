@@ -14,7 +14,7 @@ import math
 import signal
 import time
 from contextlib import nullcontext
-from dataclasses import MISSING, asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
@@ -28,78 +28,26 @@ from nmtkit.train import distributed as distmod
 from nmtkit.checkpoint import load_checkpoint, model_payload, save_checkpoint
 from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
-from nmtkit.train.optim import DEFAULT_LR, LRSchedule, build_optimizer
+from nmtkit.train.optim import LRSchedule, build_optimizer
 from nmtkit.utils.tempfiles import remove_stale_temps
 from nmtkit.train.display import TrainDisplay
 from nmtkit.train.options import TrainOptions
+from nmtkit.train.resume_policy import (
+    LOG_HISTORY_EVENTS,
+    RESUME_EPOCH_BOUNDARY,
+    RESUME_MUST_NOT_CHANGE,
+    RESUME_NOT_COMPARED,
+    effective_lr,
+    flag,
+    fmt,
+    option_defaults,
+)
 from nmtkit.train.state import TrainState, rng_state, seed_everything, set_rng_state
 from nmtkit.utils.textio import atomic_write, ensure_dir, output_error
 
 
 class StopTraining(Exception):
     pass
-
-
-# -- resuming with changed options -------------------------------------------------------------
-# Resume policy (README "Resuming"): the command line of a resumed run is compared with the
-# training options saved in checkpoint_last.pt.  An option missing from an older checkpoint
-# counts as its default.  New options go into one of these tables; an option in none of them
-# is treated as RESUME_MAY_CHANGE.
-
-#: Applied to the resumed run and announced, one line each (``lr 0.001 -> 0.0005 (from --lr)``).
-RESUME_MAY_CHANGE = frozenset({
-    "lr", "max_epoch", "max_update", "stop_time_hours", "patience", "validate_interval_updates",
-    "save_interval_updates", "keep_epoch_checkpoints", "keep_last", "log_interval", "valid_subset",
-    "device", "amp", "threads", "no_progress", "clip_norm", "label_smoothing", "halve_after", "lr_shrink",
-    "plateau_patience", "min_lr", "update_freq", "loss_norm", "eval_bleu", "eval_bleu_beam",
-    "eval_bleu_max_sentences", "best_checkpoint_metric", "guided_alignment_weight", "guided_alignment_loss",
-})
-#: Refused (every difference in one error): another run, not a continuation of this one.  Each
-#: names the ``--reset-*`` flag that starts that part fresh on purpose.
-RESUME_MUST_NOT_CHANGE = {
-    "optimizer": "--reset-optimizer",  # its state (Adam moments, ...) does not fit another optimizer
-    "lr_schedule": "--reset-lr-scheduler",
-    "seed": "--reset-dataloader",  # the batches of an epoch are a function of (seed, epoch)
-    "train_subset": "--reset-dataloader",
-}
-#: Batching: may change at an epoch boundary (announced); refused in the middle of an epoch,
-#: whose remaining batches would be cut differently (sentences skipped or seen twice).
-RESUME_EPOCH_BOUNDARY = ("max_tokens", "batch_size")
-#: Not compared here: the model's options and dictionaries are checked on their own, the training
-#: data by its fingerprint, and the save dir is where the checkpoint was found.
-RESUME_NOT_COMPARED = ("data", "save_dir", "arch")
-#: Flags whose name is not ``--`` + the option's name.
-_FLAG_NAMES = {"keep_epoch_checkpoints": "--no-epoch-checkpoints"}
-#: train_log.jsonl events that record the history of runs rather than work of an update: kept
-#: when a resumed run drops the records of updates it redoes.
-LOG_HISTORY_EVENTS = ("start", "end", "interrupted", "early_stop")
-
-
-def _option_defaults() -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields(TrainOptions):
-        if f.default is not MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not MISSING:  # type: ignore[misc]
-            out[f.name] = f.default_factory()  # type: ignore[misc]
-    return out
-
-
-def _effective_lr(options: dict[str, Any]) -> float:
-    lr = options.get("lr")
-    return float(DEFAULT_LR.get(options.get("optimizer"), 0.0) if lr is None else lr)
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def _flag(name: str) -> str:
-    return _FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
 
 
 class _StopNow(Exception):
@@ -227,9 +175,9 @@ class Trainer:
             raise NmtkitError(f"{last} holds no training state (cannot resume)")
         ts = ckpt["train_state"]
         state = TrainState(**ts["state"])
-        resets = {flag for flag, on in (("--reset-optimizer", reset_optimizer), ("--reset-lr-scheduler", reset_lr_scheduler),
+        resets = {name for name, on in (("--reset-optimizer", reset_optimizer), ("--reset-lr-scheduler", reset_lr_scheduler),
                                         ("--reset-dataloader", reset_dataloader)) if on}
-        old = {**_option_defaults(), **(ckpt.get("train_options") or {})}
+        old = {**option_defaults(), **(ckpt.get("train_options") or {})}
         notes, refused = self._resume_differences(ckpt, old, state, resets)
         if refused:
             raise NmtkitError(f"{last} cannot continue with changed options: {'; '.join(refused)}. "
@@ -245,7 +193,7 @@ class Trainer:
             notes.append(f"lr schedule: fresh {self.opt.lr_schedule} state (--reset-lr-scheduler)")
         else:
             self.schedule.load_state_dict(ts["schedule"])
-        old_lr, new_lr = _effective_lr(old), _effective_lr(asdict(self.opt))
+        old_lr, new_lr = effective_lr(old), effective_lr(asdict(self.opt))
         current = self.optimizer.param_groups[0]["lr"]
         if reset_optimizer or reset_lr_scheduler or new_lr != old_lr:
             for group in self.optimizer.param_groups:
@@ -279,18 +227,18 @@ class Trainer:
         for name, value in new.items():
             if name in RESUME_NOT_COMPARED or name == "lr" or old.get(name) == value:
                 continue
-            change = f"{name} {_fmt(old.get(name))} -> {_fmt(value)}"
+            change = f"{name} {fmt(old.get(name))} -> {fmt(value)}"
             if name in RESUME_MUST_NOT_CHANGE:
-                flag = RESUME_MUST_NOT_CHANGE[name]
-                if flag in resets:
-                    notes.append(f"{change} ({flag})")
+                reset_flag = RESUME_MUST_NOT_CHANGE[name]
+                if reset_flag in resets:
+                    notes.append(f"{change} ({reset_flag})")
                 else:
-                    refused.append(f"{change} (needs {flag})")
+                    refused.append(f"{change} (needs {reset_flag})")
             elif name in RESUME_EPOCH_BOUNDARY and mid_epoch:
                 refused.append(f"{change} in the middle of epoch {state.epoch} ({state.batches_done} batches done: "
                                "finish the epoch with the old batching, or --reset-dataloader)")
             else:
-                notes.append(f"{change} (from {_flag(name)})")
+                notes.append(f"{change} (from {flag(name)})")
         before, now = ckpt.get("train_data"), self.train_data_fingerprint()
         if before is not None and before != now:
             change = (f"training data {before.get('sentences')} sentences / {before.get('tokens')} tokens -> "

@@ -50,5 +50,41 @@ def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: 
 
 
 @pytest.fixture
+def data_dir(tiny_parallel: Path, tmp_path: Path) -> Path:
+    """``tiny_parallel`` preprocessed (word level, train + valid) into tmp_path/bin."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli.preprocess import command as preprocess
+
+    dest = tmp_path / "bin"
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--validpref", str(tiny_parallel / "valid"), "--destdir", str(dest)])
+    assert res.exit_code == 0, res.output
+    return dest
+
+
+def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
+    """A sample corpus (2,000 training pairs, rare words as <unk>) under root/raw, preprocessed to
+    root/bin, and rnnsearch_tiny trained on it for ``max_update`` updates into root/ckpt."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli.preprocess import command as preprocess
+    from nmtkit.cli.train import command as train
+    from nmtkit.data.sample import generate_corpus
+
+    raw = root / "raw"
+    generate_corpus(raw, seed=1, n_train=2000, n_valid=20, n_test=n_test)
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--validpref",
+                                          str(raw / "valid"), "--destdir", str(root / "bin"), "--thresholdsrc", "2",
+                                          "--thresholdtgt", "2"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(train, [str(root / "bin"), "--arch", "rnnsearch_tiny", "--save-dir", str(root / "ckpt"),
+                                     "--batch-size", "16", "--lr", "0.005", "--max-update", str(max_update), "--max-epoch", "0",
+                                     "--seed", "1", "--threads", "1", "--device", "cpu", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    return root
+
+
+@pytest.fixture
 def random_ckpt(tmp_path: Path) -> Path:
     return make_checkpoint(tmp_path / "random.pt")

@@ -233,13 +233,6 @@ def test_text_pipeline_normalizes_control_characters():
 
 
 # -- data: corrupt files, unknown valid subset, empty dictionaries ---------------------------------
-@pytest.fixture
-def data_dir(tiny_parallel, tmp_path) -> Path:
-    dest = tmp_path / "bin"
-    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
-                                          "--validpref", str(tiny_parallel / "valid"), "--destdir", str(dest)])
-    assert res.exit_code == 0, res.output
-    return dest
 
 
 def train_args(data: Path, save: Path, *extra: str) -> list[str]:

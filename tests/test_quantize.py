@@ -14,11 +14,8 @@ import torch
 from click.testing import CliRunner
 from torch import nn
 
-from conftest import make_checkpoint
-from nmtkit.cli.preprocess import command as preprocess
-from nmtkit.cli.train import command as train
+from conftest import train_sample_model, make_checkpoint
 from nmtkit.cli.translate import command as translate
-from nmtkit.data.sample import generate_corpus
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import beam_search
 from nmtkit.generate.loading import load_ensemble
@@ -113,18 +110,7 @@ def test_cli_refuses_quantize_on_cuda(random_ckpt, tmp_path):
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("quant")
-    raw = root / "raw"
-    generate_corpus(raw, seed=1, n_train=2000, n_valid=20, n_test=100)
-    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--validpref",
-                                          str(raw / "valid"), "--destdir", str(root / "bin"), "--thresholdsrc", "2",
-                                          "--thresholdtgt", "2"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(train, [str(root / "bin"), "--arch", "rnnsearch_tiny", "--save-dir", str(root / "ckpt"),
-                                     "--batch-size", "16", "--lr", "0.005", "--max-update", "300", "--max-epoch", "0",
-                                     "--seed", "1", "--threads", "1", "--device", "cpu", "--no-progress"])
-    assert res.exit_code == 0, res.output
-    return root
+    return train_sample_model(tmp_path_factory.mktemp("quant"), n_test=100, max_update=300)
 
 
 def run_translate(root: Path, *extra: str) -> list[str]:

@@ -13,18 +13,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
 from nmtkit.checkpoint import load_checkpoint
 
 
-@pytest.fixture
-def data_dir(tiny_parallel, tmp_path) -> Path:
-    dest = tmp_path / "bin"
-    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
-                                          "--validpref", str(tiny_parallel / "valid"), "--destdir", str(dest)])
-    assert res.exit_code == 0, res.output
-    return dest
 
 
 def run_train(data: Path, save: Path, *extra: str):

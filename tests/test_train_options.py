@@ -12,7 +12,6 @@ import torch
 from click.testing import CliRunner
 from rich.console import Console
 
-from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
 from nmtkit.data.dataset import collate
 from nmtkit.errors import NmtkitError
@@ -25,13 +24,6 @@ from nmtkit.train.trainer import Trainer
 torch.set_num_threads(1)
 
 
-@pytest.fixture
-def data_dir(tiny_parallel, tmp_path) -> Path:
-    dest = tmp_path / "bin"
-    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
-                                          "--validpref", str(tiny_parallel / "valid"), "--destdir", str(dest)])
-    assert res.exit_code == 0, res.output
-    return dest
 
 
 def run_train(data: Path, save: Path, *extra: str):

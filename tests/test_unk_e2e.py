@@ -13,26 +13,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from nmtkit.cli.preprocess import command as preprocess
-from nmtkit.cli.train import command as train
 from nmtkit.cli.translate import command as translate
-from nmtkit.data.sample import generate_corpus
+from conftest import train_sample_model
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("unk")
-    raw = root / "raw"
-    generate_corpus(raw, seed=1, n_train=2000, n_valid=20, n_test=200)
-    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--validpref",
-                                          str(raw / "valid"), "--destdir", str(root / "bin"), "--thresholdsrc", "2",
-                                          "--thresholdtgt", "2"])
-    assert res.exit_code == 0, res.output
-    res = CliRunner().invoke(train, [str(root / "bin"), "--arch", "rnnsearch_tiny", "--save-dir", str(root / "ckpt"),
-                                     "--batch-size", "16", "--lr", "0.005", "--max-update", "600", "--max-epoch", "0",
-                                     "--seed", "1", "--threads", "1", "--device", "cpu", "--no-progress"])
-    assert res.exit_code == 0, res.output
-    return root
+    return train_sample_model(tmp_path_factory.mktemp("unk"), n_test=200, max_update=600)
 
 
 def unseen_names(root: Path) -> list[tuple[int, str]]:

@@ -198,7 +198,7 @@ def concat_corpus(data: Path, out: Path) -> tuple[int, int]:
 
 
 def tail_links(path: Path, n: int) -> list[set]:
-    from nmtkit.evaluate.alignment_io import parse_pharaoh_line
+    from nmtkit.data.pharaoh import parse_pharaoh_line
 
     lines = path.read_text(encoding="utf-8").split("\n")
     if lines and lines[-1] == "":

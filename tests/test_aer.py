@@ -7,15 +7,8 @@ import pytest
 
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.evaluate.aer import alignment_error_rate
-from nmtkit.evaluate.alignment_io import (
-    GoldAlignment,
-    format_pharaoh,
-    parse_pharaoh_line,
-    read_alignments,
-    read_gold,
-    read_gold_pair,
-    write_pharaoh,
-)
+from nmtkit.data.pharaoh import GoldAlignment, parse_pharaoh_line
+from nmtkit.evaluate.alignment_io import format_pharaoh, read_alignments, read_gold, read_gold_pair, write_pharaoh
 
 
 def G(sure: set, possible: set = frozenset()) -> GoldAlignment:  # noqa: N802

@@ -1,4 +1,5 @@
-"""The library never imports its command line, and generation never imports training.
+"""The library never imports its command line, generation never imports training, and the
+data layer imports none of generation, evaluation, training or the command line.
 
 Why: users embed nmtkit (``from nmtkit import Translator``) in services; pulling in click
 commands or the trainer there is wrong and, with cycles, fragile.  Imports are read with
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
 
 import nmtkit
 
@@ -52,6 +55,13 @@ def test_nothing_outside_the_cli_imports_the_cli():
 
 def test_generation_does_not_import_training():
     assert _violations("generate", "nmtkit.train") == []
+
+
+@pytest.mark.parametrize("layer", ["nmtkit.generate", "nmtkit.evaluate", "nmtkit.train", "nmtkit.cli"])
+def test_data_imports_no_higher_layer(layer):
+    # why: preprocessing and datasets sit under everything else; an import upwards drags
+    # models, torch-heavy generation or click into them and makes cycles easy
+    assert _violations("data", layer) == []
 
 
 def test_the_check_sees_lazy_and_relative_imports(tmp_path):

@@ -6,7 +6,8 @@ import torch
 
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.alignment_io import format_pharaoh
-from nmtkit.generate.word_alignment import align_pieces, align_words, map_tokens_to_words, merge_attention, unescape_moses
+from nmtkit.data.word_index import map_tokens_to_words, unescape_moses
+from nmtkit.generate.word_alignment import align_pieces, align_words, merge_attention
 
 # source pieces: "Ober@@ hausen ist schön" -> words 0 0 1 2 ; + </s> column
 SRC = ["Ober@@", "hausen", "ist", "schön"]

@@ -27,8 +27,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from nmtkit.data.indexed import IndexedTokens, write_indexed
+from nmtkit.data.pharaoh import read_pharaoh
 from nmtkit.errors import InputError, NmtkitError
-from nmtkit.evaluate.alignment_io import read_gold
 
 ALIGN_SUFFIX = "align"
 
@@ -42,14 +42,14 @@ def read_alignfiles(prefixes: Sequence[str], src_word_counts: Sequence[Sequence[
     ``src_word_counts[k]`` / ``tgt_word_counts[k]``: the number of words of each line of
     prefix ``k``'s source / target file; a line-count mismatch, an index out of range and a
     malformed link are errors naming the file and line (see
-    :func:`nmtkit.evaluate.alignment_io.parse_pharaoh_line`).
+    :func:`nmtkit.data.pharaoh.parse_pharaoh_line`).
     """
     out: list[WordLinks] = []
     for pref, src_n, tgt_n in zip(prefixes, src_word_counts, tgt_word_counts):
         path = f"{pref}.{ALIGN_SUFFIX}"
         if not Path(path).is_file():
             raise InputError(path, None, "no such alignment file (--alignfile PREFIX reads PREFIX.align)")
-        out.extend(sorted(g.possible) for g in read_gold(path, src_n, tgt_n))
+        out.extend(sorted(g.possible) for g in read_pharaoh(path, src_n, tgt_n))
     return out
 
 

@@ -21,6 +21,7 @@ from nmtkit.data.dataset import META_FORMAT_VERSION
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.text_pipeline import TextPipeline, split_words
+from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.signals import default_signals_in_worker
 from nmtkit.utils.textio import atomic_directory, check_parallel, iter_lines
@@ -295,8 +296,6 @@ def _read_alignfiles(opt: PreprocessOptions, train) -> Optional[list[list[tuple[
 def _write_train_alignments(prefix: Path, word_links: list, train, split: SplitText, src_pieces: list[list[str]],  # noqa: ANN001
                             tgt_pieces: list[list[str]], opt: PreprocessOptions) -> dict:
     """Map the kept pairs' word links to pieces and store them (``train.{src}-{tgt}.align.bin/.idx``)."""
-    from nmtkit.generate.word_alignment import piece_word_index
-
     s_lines, t_lines = train[0], train[1]
     identity = opt.tokenizer == "none"
     out = []

@@ -2,16 +2,9 @@
 
 Heavy dependencies (sacrebleu, matplotlib) are imported only when a function needs them.
 """
+from nmtkit.data.pharaoh import GoldAlignment, parse_pharaoh_line
 from nmtkit.evaluate.aer import AERResult, alignment_error_rate
-from nmtkit.evaluate.alignment_io import (
-    GoldAlignment,
-    format_pharaoh,
-    parse_pharaoh_line,
-    read_alignments,
-    read_gold,
-    read_gold_pair,
-    write_pharaoh,
-)
+from nmtkit.evaluate.alignment_io import format_pharaoh, read_alignments, read_gold, read_gold_pair, write_pharaoh
 from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, bleu_by_length
 from nmtkit.evaluate.metrics import (
     BootstrapResult,

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from nmtkit.data.pharaoh import GoldAlignment, Link
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate.alignment_io import GoldAlignment, Link
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,11 @@ from torch import Tensor
 from nmtkit.data.dataset import make_batches
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.text_pipeline import TextPipeline, split_words
+from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.forced import collate, score_references
-from nmtkit.generate.word_alignment import align_words, merge_attention, piece_word_index
+from nmtkit.generate.word_alignment import align_words, merge_attention
 
 Link = tuple[int, int]
 

@@ -183,7 +183,8 @@ def read_gold_links(words: Sequence[tuple[Sequence[str], Sequence[str]]], *, gol
                     sure: Optional[str] = None, possible: Optional[str] = None):  # noqa: ANN201
     """Gold alignments (one per pair) from ``gold`` (``i-j`` sure, ``i?j`` possible) or ``sure``
     [+ ``possible``] files, checked against the pairs' word counts; None when none is given."""
-    from nmtkit.evaluate.alignment_io import GoldAlignment, read_alignments, read_gold, read_gold_pair
+    from nmtkit.data.pharaoh import GoldAlignment
+    from nmtkit.evaluate.alignment_io import read_alignments, read_gold, read_gold_pair
 
     if gold is not None and (sure is not None or possible is not None):
         raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")

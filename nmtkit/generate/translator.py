@@ -25,13 +25,14 @@ import torch
 
 from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_index, split_words
+from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import Hypothesis, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.quantize import check_quantize, quantize_ensemble
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
-from nmtkit.generate.word_alignment import align_words, piece_word_index
+from nmtkit.generate.word_alignment import align_words
 
 UNK = "<unk>"
 

@@ -72,6 +72,7 @@ def translate_throughput(ckpt: str, test: str, compile_step: bool, amp: str, bat
     256 lines), optionally with every member's ``decode_step`` under ``torch.compile``."""
     from nmtkit.generate.loading import load_ensemble
     from nmtkit.generate.translator import SearchOptions, Translator
+    from nmtkit.utils.amp import resolve_amp
     from nmtkit.checkpoint import pipelines_from_checkpoint
 
     device = torch.device("cuda")
@@ -80,8 +81,7 @@ def translate_throughput(ckpt: str, test: str, compile_step: bool, amp: str, bat
         for m in model.models:
             m.decode_step = torch.compile(m.decode_step, dynamic=True)
     src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-    amp_dtype = torch.bfloat16 if amp == "bf16" else None
-    translator = Translator(model, src_pipe, tgt_pipe, SearchOptions(beam=5), device, amp_dtype=amp_dtype)
+    translator = Translator(model, src_pipe, tgt_pipe, SearchOptions(beam=5), device, amp_dtype=resolve_amp(amp, device))
     lines = Path(test).read_text(encoding="utf-8").splitlines()
     items = list(enumerate(lines))
     with torch.inference_mode():

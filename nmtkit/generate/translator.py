@@ -33,6 +33,7 @@ from nmtkit.generate.quantize import check_quantize, quantize_ensemble
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words
+from nmtkit.utils.amp import resolve_amp
 
 UNK = "<unk>"
 
@@ -178,6 +179,7 @@ class Translator:
             lexicon = load_lexicon(replace_unk)
         dev = parse_device(device)
         check_quantize(quantize, dev)
+        amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
         paths = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
         model, ckpts = load_ensemble(paths, dev)
         quantize_ensemble(model, quantize, dev)
@@ -193,7 +195,7 @@ class Translator:
         return cls(model, src_pipe, tgt_pipe, search, dev, replace_unk=replace_unk is True or lexicon is not None,
                    lexicon=lexicon, alignments=bool(alignments), align_shift=align_shift,
                    max_source_len=max_source_len or model_source_limit(model) or 400,
-                   amp_dtype=amp_dtype(dev, amp), batch_size=batch_size, max_tokens=max_tokens,
+                   amp_dtype=amp_dtype, batch_size=batch_size, max_tokens=max_tokens,
                    shortlist=table)
 
     # -- encoding input ---------------------------------------------------------------------
@@ -317,15 +319,6 @@ def model_source_limit(model: EnsembleModel) -> Optional[int]:
         if getattr(cfg, "score", None) == "location" and getattr(cfg, "attention", "none") != "none":
             limits.append(int(cfg.max_source_positions) - 1)
     return min(limits) if limits else None
-
-
-def amp_dtype(device: torch.device, amp: str = "auto") -> Optional[torch.dtype]:
-    """Autocast dtype for ``--amp auto|none|bf16|fp16``: GPU only, bf16 where supported."""
-    if amp not in ("auto", "none", "bf16", "fp16"):
-        raise NmtkitError(f"amp must be auto, none, bf16 or fp16, got {amp!r}")
-    if device.type != "cuda" or amp == "none":
-        return None
-    return torch.bfloat16 if amp in ("auto", "bf16") and torch.cuda.is_bf16_supported() else torch.float16
 
 
 def pipelines_from_data(data_dir: Union[str, os.PathLike], model: EnsembleModel) -> tuple[TextPipeline, TextPipeline]:

@@ -168,6 +168,34 @@ def test_disk_full_on_translate_output_keeps_the_previous_file(random_ckpt, tmp_
     assert out.read_text() == "previous\n" and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_disk_full_on_the_alignment_file_still_finishes_the_output_write(random_ckpt, tmp_path, monkeypatch):
+    # --alignment-file commits first; its failure must not leave --output's temporary file behind
+    out, align_file = tmp_path / "hyp.txt", tmp_path / "hyp.align"
+    out.write_text("previous\n")
+    align_file.write_text("previous links\n")
+    calls = []
+
+    def full_once(fd):  # noqa: ANN001
+        calls.append(fd)
+        if len(calls) == 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_once)
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--quiet", "--threads", "1", "--output", str(out),
+                                         "--alignment-file", str(align_file)], input="the cat .\n")
+    assert res.exit_code == 1
+    assert one_line(res.output) == f"nmtkit-translate: error: {align_file}: No space left on device"
+    assert out.read_text() == "previous\n" and align_file.read_text() == "previous links\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hyp.align", "hyp.txt", "random.pt"]
+
+
+def test_half_precision_without_cuda_is_refused_by_translate(random_ckpt):
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--device", "cpu", "--amp", "bf16"], input="the cat .\n")
+    assert res.exit_code == 1
+    assert one_line(res.output) == ("nmtkit-translate: error: --amp bf16 needs a CUDA device "
+                                    "(this run is on cpu; use --amp none or auto)")
+
+
 def test_outputs_are_readable_by_others(tmp_path):
     old = os.umask(0o022)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from typing import Optional
 
 import click
@@ -150,31 +150,28 @@ class OutputWriter:
         self.has_alignments = translator.alignments
 
     def __enter__(self) -> "OutputWriter":
+        """Open --output and --alignment-file as atomic writes held in one ExitStack.
+
+        Why a stack: when one file fails to open or to commit (a full disk), the other one is
+        still finished (its temporary file removed, the previous file kept) instead of left behind.
+        """
         from nmtkit.utils.textio import atomic_write
 
-        self._ctx = []
-        if self.kw["output_path"]:
-            ctx = atomic_write(self.kw["output_path"])
-            self.out = ctx.__enter__()
-            self._ctx.append(ctx)
-        else:
-            self.out = sys.stdout
-        self.align_out = None
-        if self.kw["alignment_file"]:
-            ctx = atomic_write(self.kw["alignment_file"])
-            self.align_out = ctx.__enter__()
-            self._ctx.append(ctx)
+        with ExitStack() as stack:
+            self.out = stack.enter_context(atomic_write(self.kw["output_path"])) if self.kw["output_path"] else sys.stdout
+            self.align_out = stack.enter_context(atomic_write(self.kw["alignment_file"])) if self.kw["alignment_file"] else None
+            self._files = stack.pop_all()
         return self
 
     def __exit__(self, exc_type, exc, tb) -> bool:  # noqa: ANN001
-        # a bad input line still leaves the translations of every earlier line in place
-        for ctx in reversed(self._ctx):
+        try:
             if exc_type is not None and self.keep_partial:
-                ctx.__exit__(None, None, None)
+                self._files.close()  # a bad input line still keeps the translations of every earlier line
             else:
-                ctx.__exit__(exc_type, exc, tb)
-        if self.out is sys.stdout:
-            sys.stdout.flush()
+                self._files.__exit__(exc_type, exc, tb)
+        finally:
+            if self.out is sys.stdout:
+                sys.stdout.flush()
         return False
 
     def write(self, translations) -> None:  # noqa: ANN001

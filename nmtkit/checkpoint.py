@@ -35,6 +35,17 @@ def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
         torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "nmtkit_version": __version__, **payload}, fh)
 
 
+def epoch_checkpoints(save_dir: str | os.PathLike) -> list[Path]:
+    """The ``checkpoint{epoch}.pt`` files of a training directory, by epoch number (not by
+    name: checkpoint10 comes after checkpoint9)."""
+    numbered = []
+    for p in Path(save_dir).glob("checkpoint*.pt"):
+        number = p.stem[len("checkpoint"):]
+        if number.isdigit():
+            numbered.append((int(number), p))
+    return [p for _, p in sorted(numbered)]
+
+
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     """Read a checkpoint; a missing, truncated or foreign file is a one-line :class:`NmtkitError`."""
     p = Path(path)

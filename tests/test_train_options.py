@@ -24,8 +24,6 @@ from nmtkit.train.trainer import Trainer
 torch.set_num_threads(1)
 
 
-
-
 def run_train(data: Path, save: Path, *extra: str):
     args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--seed", "7", "--no-progress",
             "--threads", "1", "--dropout", "0", *extra]
@@ -230,3 +228,41 @@ def test_new_model_options_survive_training_and_resume(data_dir, tmp_path):
     # a resume with the model option changed is refused
     res = run_train(data_dir, save, *[o for o in opts if o != "--encoder-bidirectional"], "--max-epoch", "3")
     assert res.exit_code == 1 and "encoder_bidirectional" in res.output
+
+
+# -- review fixes: preset lr with another optimizer, resume after early stopping, metric change ---------
+def test_a_preset_lr_is_not_given_to_an_optimizer_the_user_chose(data_dir):
+    # luong_t1_base brings SGD with lr 1.0 and halving; with --optimizer adam that lr would diverge
+    opt = resolve_train_options(str(data_dir), {"arch": "luong_t1_base", "optimizer": "adam"})
+    assert (opt.optimizer, opt.lr, opt.lr_schedule) == ("adam", None, "fixed")
+    assert opt.loss_norm == "sentence" and opt.clip_norm == 5.0  # not tied to the optimiser: kept
+    same = resolve_train_options(str(data_dir), {"arch": "luong_t1_base", "optimizer": "sgd"})
+    assert (same.lr, same.lr_schedule) == (1.0, "halving")
+
+
+def test_rerunning_after_early_stopping_does_not_train_again(data_dir, tmp_path):
+    save = tmp_path / "es"
+    first = run_train(data_dir, save, "--batch-size", "3", "--lr", "1e-30", "--patience", "1", "--max-epoch", "6")
+    assert first.exit_code == 0, first.output
+    assert "early stopping" in first.output
+    before = (save / "checkpoint_last.pt").read_bytes()
+    again = run_train(data_dir, save, "--batch-size", "3", "--lr", "1e-30", "--patience", "1", "--max-epoch", "6")
+    assert again.exit_code == 0, again.output
+    assert "already stopped early" in again.output
+    assert (save / "checkpoint_last.pt").read_bytes() == before
+
+
+def test_changing_the_best_checkpoint_metric_on_resume_restarts_its_counts(data_dir, tmp_path):
+    save = tmp_path / "m"
+    assert run_train(data_dir, save, "--batch-size", "3", "--max-epoch", "2").exit_code == 0
+    res = run_train(data_dir, save, "--batch-size", "3", "--max-epoch", "3", "--eval-bleu", "--eval-bleu-beam", "1",
+                    "--best-checkpoint-metric", "bleu")
+    assert res.exit_code == 0, res.output
+    assert "start counting afresh in bleu" in res.output
+
+
+def test_an_unknown_device_is_a_one_line_error(data_dir, tmp_path):
+    res = run_train(data_dir, tmp_path / "d", "--batch-size", "3", "--device", "gpu")
+    assert res.exit_code == 1
+    assert "--device 'gpu': expected auto, cpu or cuda[:N]" in res.output
+    assert "Traceback" not in res.output

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 
 from nmtkit.errors import NmtkitError
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint import epoch_checkpoints, load_checkpoint
 
 #: What must be identical for checkpoints to be averaged (and is copied to the result).
 SAME_KEYS = ("model_name", "model_config", "src_dict", "tgt_dict", "src_pipeline", "tgt_pipeline")
@@ -26,12 +26,10 @@ def last_epoch_checkpoints(save_dir: str | os.PathLike, n: int) -> list[Path]:
     d = Path(save_dir)
     if not d.is_dir():
         raise NmtkitError(f"{d}: no such directory")
-    numbered = sorted(
-        (int(p.stem[len("checkpoint"):]), p) for p in d.glob("checkpoint*.pt") if p.stem[len("checkpoint"):].isdigit()
-    )
+    numbered = epoch_checkpoints(d)
     if len(numbered) < n:
         raise NmtkitError(f"{d}: --last {n} asks for {n} epoch checkpoints, found {len(numbered)}")
-    return [p for _, p in numbered[-n:]]
+    return numbered[-n:]
 
 
 def _differences(name_a: str, a: dict, name_b: str, b: dict) -> list[str]:

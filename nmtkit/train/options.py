@@ -81,6 +81,10 @@ BEST_METRICS = ("loss", "bleu")
 PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_norm", "loss_norm")
 
 
+#: Preset training options that only make sense with the preset's own optimiser.
+OPTIMIZER_BOUND_OPTIONS = ("lr", "lr_schedule", "halve_after")
+
+
 def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
     """Command-line values -> :class:`TrainOptions`.  Options left unset (None) among
     :data:`PRESET_TRAIN_OPTIONS` take the preset's training default (the papers' optimiser,
@@ -89,6 +93,9 @@ def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
 
     values = dict(given)
     preset = registry.train_defaults(values.get("arch") or TrainOptions.arch)
+    if values.get("optimizer") is not None and values["optimizer"] != preset.get("optimizer", values["optimizer"]):
+        # the preset's lr and schedule belong to its optimiser (SGD's lr 1.0 would wreck Adam)
+        preset = {k: v for k, v in preset.items() if k not in OPTIMIZER_BOUND_OPTIONS}
     defaults = TrainOptions(data=data)
     for name in PRESET_TRAIN_OPTIONS:
         if values.get(name) is None:

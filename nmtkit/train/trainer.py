@@ -25,7 +25,7 @@ from nmtkit.data.dataset import DataDir, ParallelDataset, collate, make_batches
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
-from nmtkit.checkpoint import load_checkpoint, model_payload, save_checkpoint
+from nmtkit.checkpoint import epoch_checkpoints, load_checkpoint, model_payload, save_checkpoint
 from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import LRSchedule, build_optimizer
@@ -204,6 +204,11 @@ class Trainer:
             notes.append(f"lr {old_lr:g} -> {new_lr:g} ({source}{decayed})")
         elif (reset_optimizer or reset_lr_scheduler) and current != new_lr:
             notes.append(f"lr {current:g} -> {new_lr:g} (back to the starting lr)")
+        if old.get("best_checkpoint_metric") != self.opt.best_checkpoint_metric:
+            # the schedule's best value and the patience count were kept in the old metric's units
+            self.schedule.best_valid, self.schedule.bad_epochs, state.bad_epochs = None, 0, 0
+            notes.append(f"best-checkpoint metric changed: the plateau schedule and --patience start counting afresh "
+                         f"in {self.opt.best_checkpoint_metric}")
         if reset_dataloader and state.batches_done > 0:
             notes.append(f"epoch {state.epoch} starts again from its first batch ({state.batches_done} were done; --reset-dataloader)")
             state.batches_done = 0
@@ -223,7 +228,7 @@ class Trainer:
         new = asdict(self.opt)
         notes: list[str] = []
         refused: list[str] = []
-        mid_epoch = state.batches_done > 0 and "--reset-dataloader" not in resets
+        mid_epoch = 0 < state.batches_done < self._epoch_batch_count(old, state.epoch) and "--reset-dataloader" not in resets
         for name, value in new.items():
             if name in RESUME_NOT_COMPARED or name == "lr" or old.get(name) == value:
                 continue
@@ -251,6 +256,11 @@ class Trainer:
             notes.append(f"data {ckpt['data_dir']} -> {self.data.path.resolve()} (same dictionaries"
                          f"{', same training data' if before is not None else ''})")
         return notes, refused
+
+    def _epoch_batch_count(self, options: dict[str, Any], epoch: int) -> int:
+        """How many batches ``epoch`` has under the batching ``options`` (those of the checkpoint)."""
+        return len(make_batches(self.train_set.src_sizes, self.train_set.tgt_sizes, options.get("max_tokens"),
+                                options.get("batch_size"), seed=options.get("seed", self.opt.seed), epoch=epoch))
 
     def train_data_fingerprint(self) -> dict:
         """Sentence and token counts and a hash of the sentence lengths of the training split:
@@ -463,6 +473,9 @@ class Trainer:
             raise StopTraining(f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is at the end of epoch {self.state.epochs_done}); raise --max-epoch to train further")
         if opt.max_update > 0 and self.state.update >= opt.max_update:
             raise StopTraining(f"already reached --max-update {opt.max_update} (checkpoint_last.pt is at update {self.state.update}); raise --max-update to train further")
+        if opt.patience > 0 and self.state.bad_epochs >= opt.patience and self.state.batches_done == 0:
+            raise StopTraining(f"already stopped early: validation {opt.best_checkpoint_metric} did not improve for "
+                               f"{self.state.bad_epochs} epochs (--patience {opt.patience}); raise --patience to train further")
         self.log({"event": "start", "epoch": self.state.epoch, "update": self.state.update, "arch": opt.arch,
                   "model": self.model_name, "parameters": self.model.num_parameters(), "world_size": self.dist.world_size})
         with display:
@@ -573,11 +586,7 @@ class Trainer:
         """``--keep-last N``: delete ``checkpoint{epoch}.pt`` files older than the last N."""
         if self.opt.keep_last <= 0 or not self.dist.is_main:
             return
-        numbered = sorted(
-            (int(p.stem[len("checkpoint"):]), p) for p in self.save_dir.glob("checkpoint*.pt")
-            if p.stem[len("checkpoint"):].isdigit()
-        )
-        for _, path in numbered[: -self.opt.keep_last]:
+        for path in epoch_checkpoints(self.save_dir)[: -self.opt.keep_last]:
             path.unlink(missing_ok=True)
 
     def _end_of_epoch(self, display: TrainDisplay) -> bool:

@@ -20,4 +20,7 @@ def parse_device(name: Union[str, "torch.device", None] = "auto") -> "torch.devi
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
         raise NmtkitError(f"--device {name} asked for, but no CUDA GPU is available")
-    return torch.device(name)
+    try:
+        return torch.device(name)
+    except RuntimeError:
+        raise NmtkitError(f"--device {name!r}: expected auto, cpu or cuda[:N]") from None

@@ -23,6 +23,7 @@ from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import alignment_error_rate
 from nmtkit.evaluate.align_pipeline import build_lexicon, count_word_pairs, prepare_side
+from nmtkit.evaluate.aligner import Aligner
 from nmtkit.evaluate.alignment_io import read_alignments, read_gold
 from nmtkit.evaluate.symmetrize import symmetrize
 from nmtkit.generate.loading import load_ensemble
@@ -263,6 +264,18 @@ def test_lexicon_counts_ties_and_min_count():
     assert build_lexicon(counts, min_count=2, top_k=2) == [("a", "x", 2)]
 
 
+def test_aligner_builds_the_lexicon_lines_lowercased_like_each_side(tmp_path):
+    # the library owns the lowercasing rule and the two formats; the command only writes the lines
+    ckpt = untrained_checkpoint(tmp_path / "m.pt", TextPipeline("en", lowercase=True), TextPipeline("de"),
+                                ["the", "cat"], ["Die", "Katze"])
+    aligner = Aligner.from_checkpoint(ckpt, device="cpu")
+    pairs, _ = aligner.prepare(["The Cat", "the cat"], ["Die Katze", "Die Katze"])
+    links = [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]
+    assert aligner.build_lexicon(pairs, links, min_count=2) == ["cat Katze", "the Die"]
+    assert aligner.build_lexicon(pairs, links, min_count=1, top_k=3) == ["cat Katze 2", "the Die 2"]
+    assert aligner.build_lexicon(pairs, links, min_count=3) == []
+
+
 def test_build_dict_top_k_writes_counts_for_shortlists(corpus, tmp_path):
     from nmtkit.generate.shortlist import Shortlist
 
@@ -359,6 +372,23 @@ def test_missing_and_corrupt_checkpoints(corpus, tmp_path):
 ])
 def test_option_combinations_refused(corpus, args, message):
     one_line_error(run(["--path", fwd(corpus), *text_args(corpus), *args]), message)
+
+
+def test_gold_option_checks_are_the_librarys_and_come_before_loading(tmp_path, monkeypatch):
+    import nmtkit.evaluate.aligner as library
+
+    missing, g = tmp_path / "missing.pt", write(tmp_path / "g", "0-0\n")
+    text = ["--source", g, "--target", g]
+    one_line_error(run(["--path", missing, *text, "--gold", g, "--sure", g]),
+                   "give either --gold FILE or --sure FILE [--possible FILE], not both")
+    with pytest.raises(NmtkitError, match="--possible needs --sure"):
+        library.read_gold_links([(["a"], ["b"])], possible=str(g))
+
+    def refuse(*args: object) -> None:
+        raise NmtkitError("checked by the library")
+
+    monkeypatch.setattr(library, "check_gold_options", refuse)  # one check, used by the command too
+    one_line_error(run(["--path", missing, *text, "--gold", g]), "checked by the library")
 
 
 def test_data_dir_of_the_other_direction(corpus):

@@ -62,16 +62,15 @@ def parse_plot_ids(text: Optional[str], n_pairs: int) -> list[int]:
 
 def _check_options(o: dict[str, Any]) -> None:
     """Refuse option combinations that cannot mean anything, before any file is read."""
+    from nmtkit.evaluate.aligner import check_gold_options
+
     if o["data"] is not None and (o["source"] is not None or o["target"] is not None):
         raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
     if o["data"] is None and (o["source"] is None or o["target"] is None):
         raise NmtkitError("give --source FILE and --target FILE, or --data DIR with --split")
     if o["source"] is not None and o["source"] == o["target"] == "-":
         raise NmtkitError("standard input ('-') can be read only once")
-    if o["gold"] is not None and (o["sure"] is not None or o["possible"] is not None):
-        raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")
-    if o["possible"] is not None and o["sure"] is None:
-        raise NmtkitError("--possible needs --sure")
+    check_gold_options(o["gold"], o["sure"], o["possible"])  # before the (slow) checkpoint loading
     if o["symmetrize"] is not None and o["reverse_path"] is None:
         raise NmtkitError("--symmetrize needs --reverse-path (a target->source model)")
     if o["as_json"] and o["gold"] is None and o["sure"] is None:
@@ -106,26 +105,6 @@ def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) ->
     if o["html"]:
         write_attention_html(out / "index.html", entries, title=f"Attention alignments ({o['path']})")
     console.print(f"wrote {len(entries)} heatmap(s) to {out}" + (f" and {out / 'index.html'}" if o["html"] else ""))
-
-
-def _write_dict(o: dict[str, Any], prepared, links, ckpt: dict[str, Any]) -> int:  # noqa: ANN001
-    """Count aligned word pairs and write the ``source target`` dictionary; returns its size.
-
-    Words are lowercased when the model's pipeline lowercases, so that the entries match
-    the tokens ``nmtkit-translate --replace-unk`` looks up and inserts.
-    """
-    from nmtkit.evaluate.align_pipeline import build_lexicon, count_word_pairs
-    from nmtkit.utils.textio import atomic_write
-
-    low_src, low_tgt = ckpt["src_pipeline"]["lowercase"], ckpt["tgt_pipeline"]["lowercase"]
-    words = [([w.lower() for w in p.src.words] if low_src else p.src.words,
-              [w.lower() for w in p.tgt.words] if low_tgt else p.tgt.words) for p in prepared]
-    top_k = o.get("dict_top_k")
-    entries = build_lexicon(count_word_pairs(words, links), o["dict_min_count"], top_k or 1)
-    with atomic_write(o["build_dict"]) as fh:
-        for src, tgt, n in entries:
-            fh.write(f"{src} {tgt} {n}\n" if top_k else f"{src} {tgt}\n")
-    return len(entries)
 
 
 def run_align(o: dict[str, Any]) -> None:
@@ -172,8 +151,10 @@ def run_align(o: dict[str, Any]) -> None:
     if o["plot"] is not None:
         _write_plots(o, plot_ids, run.prepared, run.forward, golds)
     if o["build_dict"] is not None:
-        n = _write_dict(o, run.prepared, links, aligner.ckpt)
-        console.print(f"wrote {n} dictionary entries to {o['build_dict']}")
+        entries = aligner.build_lexicon(run.prepared, links, min_count=o["dict_min_count"], top_k=o["dict_top_k"])
+        with atomic_write(o["build_dict"]) as fh:
+            fh.write("".join(line + "\n" for line in entries))
+        console.print(f"wrote {len(entries)} dictionary entries to {o['build_dict']}")
     if golds is not None:
         scores = score_alignments(run.directions, golds)
         _print_scores(scores)

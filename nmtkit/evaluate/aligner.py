@@ -17,7 +17,8 @@ import torch
 
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import AERResult, alignment_error_rate
-from nmtkit.evaluate.align_pipeline import AlignedPair, Link, PreparedPair, flip, force_align, prepare_corpus
+from nmtkit.evaluate.align_pipeline import (AlignedPair, Link, PreparedPair, build_lexicon, count_word_pairs, flip,
+                                            force_align, prepare_corpus)
 from nmtkit.evaluate.symmetrize import METHODS, symmetrize as combine
 from nmtkit.generate.ensemble import EnsembleModel
 
@@ -156,6 +157,21 @@ class Aligner:
             directions[self.method] = links
         return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name)
 
+    def build_lexicon(self, prepared: Sequence[PreparedPair], links: Sequence[Iterable[Link]], *,
+                      min_count: int = 2, top_k: Optional[int] = None) -> list[str]:
+        """The lines of a ``--build-dict`` file from aligned pairs (no line terminators).
+
+        ``top_k=None``: the 1-best ``source target`` dictionary of ``--replace-unk``; ``top_k=K``:
+        ``source target count`` lines, K per source word (a ``--shortlist`` table).  Words are
+        lowercased on a side whose pipeline lowercases, so that the entries match the tokens
+        ``nmtkit-translate`` looks up and inserts.
+        """
+        low_src, low_tgt = self.src_pipe.lowercase, self.tgt_pipe.lowercase
+        words = [([w.lower() for w in p.src.words] if low_src else list(p.src.words),
+                  [w.lower() for w in p.tgt.words] if low_tgt else list(p.tgt.words)) for p in prepared]
+        entries = build_lexicon(count_word_pairs(words, links), min_count, top_k or 1)  # the module's ranking
+        return [f"{src} {tgt} {n}" if top_k else f"{src} {tgt}" for src, tgt, n in entries]
+
     def _direction(self, label: str, model: EnsembleModel, pairs: list[PreparedPair], keep: Iterable[int],
                    show_progress: bool) -> list[AlignedPair]:
         """Force-align one direction, behind a progress bar (sentences/s) when asked."""
@@ -179,6 +195,15 @@ def check_reverse(fwd_ckpt: dict[str, Any], rev_ckpt: dict[str, Any], rev_path: 
                           f"(the reverse of --path, which translates {fs}->{ft})")
 
 
+def check_gold_options(gold: Optional[str] = None, sure: Optional[str] = None, possible: Optional[str] = None) -> None:
+    """Refuse gold file combinations that mean nothing; separate from :func:`read_gold_links` so
+    that the command can check them before loading checkpoints."""
+    if gold is not None and (sure is not None or possible is not None):
+        raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")
+    if possible is not None and sure is None:
+        raise NmtkitError("--possible needs --sure")
+
+
 def read_gold_links(words: Sequence[tuple[Sequence[str], Sequence[str]]], *, gold: Optional[str] = None,
                     sure: Optional[str] = None, possible: Optional[str] = None):  # noqa: ANN201
     """Gold alignments (one per pair) from ``gold`` (``i-j`` sure, ``i?j`` possible) or ``sure``
@@ -186,10 +211,7 @@ def read_gold_links(words: Sequence[tuple[Sequence[str], Sequence[str]]], *, gol
     from nmtkit.data.pharaoh import GoldAlignment
     from nmtkit.evaluate.alignment_io import read_alignments, read_gold, read_gold_pair
 
-    if gold is not None and (sure is not None or possible is not None):
-        raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")
-    if possible is not None and sure is None:
-        raise NmtkitError("--possible needs --sure")
+    check_gold_options(gold, sure, possible)
     src_lengths = [len(s) for s, _ in words]
     tgt_lengths = [len(t) for _, t in words]
     if gold is not None:

@@ -83,6 +83,37 @@ def test_filtered_pairs_drop_their_alignment_line_and_prefixes_concatenate(tmp_p
     assert [ds.alignments[k].tolist() for k in range(len(ds))] == [[[0, 1], [1, 0]], [[0, 0]], [[0, 1]]]
 
 
+def test_a_first_prefix_with_every_line_filtered_keeps_the_second_prefixs_links(tmp_path):
+    raw = tmp_path / "raw"
+    write(raw / "a.en", "a b c d e f g\n")  # too long for --max-len 5: the prefix keeps no pair
+    write(raw / "a.de", "A B C D E F G\n")
+    write(raw / "a.align", "6-6\n")
+    write(raw / "b.en", "one two\nthree\n")
+    write(raw / "b.de", "eins zwei\ndrei vier\n")
+    write(raw / "b.align", "0-1 1-0\n0-1\n")
+    res = prep(raw, tmp_path / "bin", "--alignfile", f"{raw / 'a'},{raw / 'b'}", "--max-len", "5", train="a,b")
+    assert res.exit_code == 0, res.output
+    ds = DataDir(tmp_path / "bin").load_split("train")
+    assert ds.tokens_text("en") == ["one two", "three"]
+    assert [ds.alignments[k].tolist() for k in range(len(ds))] == [[[0, 1], [1, 0]], [[0, 1]]]
+
+
+def test_alignment_blocks_follow_the_files_not_line_one(tmp_path):
+    # a prefix that contributed no line (the reader refuses empty files today, but the blocks must
+    # not depend on it): its .align is read against no sentence and the next prefix's against its own
+    from nmtkit.data.preprocess import _read_alignfiles
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(tmp_path / "a.align", "")
+    write(tmp_path / "b.align", "0-1 1-0\n0-0\n")
+    train = (["one two", "three"], ["eins zwei", "drei"], [(f"{b}.en", 1), (f"{b}.en", 2)], [(f"{b}.de", 1), (f"{b}.de", 2)])
+    assert _read_alignfiles([str(a), str(b)], [str(a), str(b)], "en", train) == [[(0, 1), (1, 0)], [(0, 0)]]
+    # the same prefix twice: two blocks, each read against its own copy
+    write(tmp_path / "b.align", "0-0\n")
+    train = (["x", "x"], ["X", "X"], [(f"{b}.en", 1), (f"{b}.en", 1)], [(f"{b}.de", 1), (f"{b}.de", 1)])
+    assert _read_alignfiles([str(b), str(b)], [str(b), str(b)], "en", train) == [[(0, 0)], [(0, 0)]]
+
+
 def test_piece_links_helper():
     links = piece_links([(0, 1), (2, 0)], src_word_of=[0, 0, 1, 2], tgt_word_of=[0, 1, 1])
     assert links.tolist() == [[0, 1], [0, 2], [1, 1], [1, 2], [3, 0]]

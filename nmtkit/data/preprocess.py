@@ -152,7 +152,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raise InputError(opt.bpe_codes, None, "no such BPE codes file")
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
-    check_alignfile_option(opt.alignfile, opt.trainpref)
+    align_prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
     for given in (opt.srcdict, opt.tgtdict):
         if given:
             _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
@@ -173,7 +173,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         if len(s_lines) != len(t_lines):
             check_parallel([",".join(f"{p}.{src}" for p in prefs), ",".join(f"{p}.{tgt}" for p in prefs)], [len(s_lines), len(t_lines)])
         raw[name] = (s_lines, t_lines, s_org, t_org)
-    word_links = _read_alignfiles(opt, raw.get("train"))
+    word_links = _read_alignfiles(align_prefs, opt.trainpref.split(","), src, raw["train"]) if align_prefs else None
 
     with atomic_directory(opt.destdir, overwrite=opt.overwrite) as out:
         # 2. tokenize
@@ -279,18 +279,34 @@ def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOpt
     split.kept = kept
 
 
-def _read_alignfiles(opt: PreprocessOptions, train) -> Optional[list[list[tuple[int, int]]]]:  # noqa: ANN001
+def _file_blocks(origin: list[tuple[str, int]], paths: list[str]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each file's lines in ``origin``, the files having been read in this order.
+
+    Why from the ``(file, lineno)`` origins rather than "a block starts at line 1": a file that
+    contributed no line still gets its (empty) block, so later prefixes' ``.align`` files are
+    never read against another prefix's sentences; the same file given twice gives two blocks.
+    """
+    blocks, pos = [], 0
+    for path in paths:
+        end = pos
+        while end < len(origin) and origin[end] == (path, end - pos + 1):
+            end += 1
+        blocks.append((pos, end))
+        pos = end
+    assert pos == len(origin), "origins not in the order the files were read"
+    return blocks
+
+
+def _read_alignfiles(align_prefs: list[str], train_prefs: list[str], src_lang: str,
+                     train) -> list[list[tuple[int, int]]]:  # noqa: ANN001
     """``--alignfile``: the word links of every training line, checked against its words (step 1,
-    so that a bad alignment file fails before any heavy work); None without the option."""
-    prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
-    if not prefs:
-        return None
+    so that a bad alignment file fails before any heavy work).  ``align_prefs[k]`` aligns the
+    lines of ``train_prefs[k]``; ``train``: the train split as read (lines and origins)."""
     s_lines, t_lines, s_org, _ = train
-    starts = [k for k, (_, lineno) in enumerate(s_org) if lineno == 1] + [len(s_lines)]  # one block per prefix
-    blocks = list(zip(starts[:-1], starts[1:]))
+    blocks = _file_blocks(s_org, [f"{p}.{src_lang}" for p in train_prefs])
     src_n = [[len(split_words(line)) for line in s_lines[a:b]] for a, b in blocks]
     tgt_n = [[len(split_words(line)) for line in t_lines[a:b]] for a, b in blocks]
-    return read_alignfiles(prefs, src_n, tgt_n)
+    return read_alignfiles(align_prefs, src_n, tgt_n)
 
 
 def _write_train_alignments(prefix: Path, word_links: list, train, split: SplitText, src_pieces: list[list[str]],  # noqa: ANN001

@@ -29,6 +29,7 @@ from nmtkit.checkpoint import epoch_checkpoints, load_checkpoint, model_payload,
 from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import LRSchedule, build_optimizer
+from nmtkit.utils.amp import resolve_amp
 from nmtkit.utils.tempfiles import remove_stale_temps
 from nmtkit.train.display import TrainDisplay
 from nmtkit.train.options import TrainOptions
@@ -102,7 +103,7 @@ class Trainer:
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)
         self.state = TrainState()
-        self.amp_dtype = self._amp_dtype()
+        self.amp_dtype = resolve_amp(self.opt.amp, self.device)
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
         self.ddp_model: torch.nn.Module = self.model
         if dist.enabled:
@@ -127,16 +128,6 @@ class Trainer:
                               f"{self.opt.train_subset!r} (run nmtkit-preprocess with --alignfile)")
         if not self.model.has_attention:
             raise NmtkitError(f"--guided-alignment-weight: {self.opt.arch} ({self.model_name}) has no attention to guide")
-
-    def _amp_dtype(self) -> Optional[torch.dtype]:
-        amp = self.opt.amp
-        if self.device.type != "cuda" or amp == "none":
-            if amp in ("bf16", "fp16") and self.device.type != "cuda":
-                raise NmtkitError(f"--amp {amp} needs a CUDA device")
-            return None
-        if amp == "auto":
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return {"bf16": torch.bfloat16, "fp16": torch.float16}[amp]
 
     def resume_if_possible(self, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
                            reset_dataloader: bool = False) -> Optional[str]:

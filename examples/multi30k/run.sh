@@ -6,8 +6,9 @@
 #   SEED=2 bash examples/multi30k/run.sh               # a second model (for an ensemble, see below)
 #   ENSEMBLE="1 2" bash examples/multi30k/run.sh       # after both seeds: translate with both
 #
-# Every step skips work already done, and training resumes from checkpoint_last.pt, so rerunning
-# the same command continues after an interruption.  Data: $NMTKIT_DATA/multi30k (raw text,
+# Every step skips work already done: a finished training (marked by SEED_DIR/.trained) is not
+# repeated, an interrupted one resumes from checkpoint_last.pt (with a fresh --stop-time-hours
+# budget), and the average, translations and scores are redone whenever training ran.  Data: $NMTKIT_DATA/multi30k (raw text,
 # default ../shared/data).  Results: $WORK (default m30k-en-de/): data/, seed1/ (checkpoints,
 # learning_curve.png, train_log.jsonl), test2016.*.hyp and scores.txt.
 set -euo pipefail
@@ -34,9 +35,10 @@ translate_and_score() {  # $1: label, $2: checkpoint path(s) joined by ':'
     if [ ! -s "$hyp" ]; then
         nmtkit-translate --path "$2" --beam 5 --batch-size 64 --threads "$THREADS" < "$RAW/test2016.$SRC" > "$hyp"
     fi
-    printf '%s\t' "$1" >> "$WORK/scores.txt"
-    nmtkit-score --sys "$hyp" --ref "$RAW/test2016.$TGT" --metrics bleu,chrf | tr '\n' '\t' >> "$WORK/scores.txt"
-    echo >> "$WORK/scores.txt"
+    mkdir -p "$WORK/scores"
+    { printf '%s\t' "$1"; nmtkit-score --sys "$hyp" --ref "$RAW/test2016.$TGT" --metrics bleu,chrf | tr '\n' '\t'; echo; } \
+        > "$WORK/scores/$1.txt"
+    cat "$WORK"/scores/*.txt > "$WORK/scores.txt"
 }
 
 if [ -n "${ENSEMBLE:-}" ]; then
@@ -47,9 +49,13 @@ fi
 
 # Adam 2e-3, plateau schedule and the model come from the luong_m30k preset; the checkpoint
 # with the best valid BLEU (greedy, the whole valid set) becomes checkpoint_best.pt.
-nmtkit-train "$DATA" --arch luong_m30k --save-dir "$CK" --seed "$SEED" --threads "$THREADS" \
-    --batch-size 64 --label-smoothing 0.1 --max-epoch 40 --patience 6 --stop-time-hours "$HOURS" \
-    --eval-bleu --eval-bleu-beam 1 --best-checkpoint-metric bleu --keep-last "$AVG"
+if [ ! -f "$CK/.trained" ]; then
+    nmtkit-train "$DATA" --arch luong_m30k --save-dir "$CK" --seed "$SEED" --threads "$THREADS" \
+        --batch-size 64 --label-smoothing 0.1 --max-epoch 40 --patience 6 --stop-time-hours "$HOURS" \
+        --eval-bleu --eval-bleu-beam 1 --best-checkpoint-metric bleu --keep-last "$AVG"
+    touch "$CK/.trained"
+    rm -f "$CK/checkpoint_avg.pt" "$WORK"/test2016.seed$SEED-*.hyp.$TGT "$WORK"/test2016.ensemble-*.hyp.$TGT
+fi
 
 if [ ! -f "$CK/checkpoint_avg.pt" ]; then
     nmtkit-average --last "$AVG" --save-dir "$CK" -o "$CK/checkpoint_avg.pt"

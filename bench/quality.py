@@ -117,6 +117,7 @@ def main() -> None:
     ap.add_argument("--device-note", default="", help="where training ran when it was not this machine's CPU (e.g. an H100)")
     ap.add_argument("--cpu-seconds", default="", help="SEED=SECONDS,...: CPU time of each model measured outside this script (report-only)")
     ap.add_argument("--load-before", default="", help="uptime line before training (report-only)")
+    ap.add_argument("--note", default="", help="a sentence on the conditions of the run (shared machine, ...)")
     ap.add_argument("--command", action="append", default=[], help="the exact command(s) that ran, when not this script's recipe calls (report-only; repeatable)")
     args = ap.parse_args()
     work = Path(args.work)
@@ -169,6 +170,7 @@ def main() -> None:
         f"Adam 2e-3 + plateau on valid BLEU), " + (f"trained on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
         + "test2016 scored with cased, detokenized sacreBLEU (13a) and chrF2.\n\n"
         + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "best valid BLEU (greedy)", "output"], rows)
+        + (f"\n\n{args.note}" if args.note else "")
         + f"\n\nValid BLEU (greedy) per epoch:\n\n{curves}\n\nLearning curves: `bench/{picture.name}`.\n"
     )
     env = " ".join(f"{k}={v}" for k, v in (("SRC", src), ("TGT", tgt), ("HOURS", args.hours), ("THREADS", 1)))

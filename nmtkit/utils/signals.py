@@ -47,3 +47,24 @@ def default_signals_in_worker() -> None:
     them quietly) and SIGINT ignored (Ctrl-C is the parent's to handle)."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel kill this worker when the thread that forked it ends.
+
+    Why: a pool's worker-handler thread can fork a replacement worker while terminate() runs
+    (a CPython race that a loaded machine widens); that worker outlived the interrupted command,
+    holding its stderr open, so a caller waiting for the output hung.  Elsewhere this is a no-op."""
+    import ctypes
+    import multiprocessing
+    import os
+
+    parent = multiprocessing.parent_process()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent.pid:  # the parent died before prctl took effect
+        os._exit(1)

@@ -1,11 +1,11 @@
 """Names for the hidden temporary files of atomic writes, and removal of those a killed run left.
 
-Why: every output is written as ``.NAME.PID.XXXXXXXX.tmp`` beside ``NAME`` and renamed into place
+Why: every output is written as ``.NAME.PID.<random>.tmp`` beside ``NAME`` and renamed into place
 on success, so a run killed with ``kill -9`` (no cleanup possible) leaves such an entry behind
 (a partial checkpoint, a half-binarized data directory).  The next write of ``NAME`` removes it.
 The PID in the name tells a leftover of a dead process from the temporary file of a process that
 is still writing it, which must never be touched; entries named by older nmtkit versions
-(``.NAME.XXXXXXXX.tmp``, no PID) are removed only once they are a day old.
+(``.NAME.<random>.tmp``, no PID) are removed only once they are a day old.
 """
 from __future__ import annotations
 

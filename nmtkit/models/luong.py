@@ -204,6 +204,8 @@ class LuongModel(Seq2SeqModel):
         feed = state["feed"]
         bsz, tgt_len = emb.shape[:2]
         layer_drop = rnn.dropout if (rnn.training and rnn.dropout > 0) else 0.0
+        # target step of each query (local-m centres its window on it), made once, not per step
+        all_steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
         outs, attns = [], []
         for t in range(tgt_len):
             # out of place: under autocast addmm casts its operands, an in-place addmm_ would not
@@ -221,8 +223,7 @@ class LuongModel(Seq2SeqModel):
                     getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}"),
                 )
                 inp = hs[layer]
-            steps = torch.full((bsz, 1), t, dtype=torch.long, device=emb.device)
-            htilde, weights = self._attend(inp.unsqueeze(1), enc, steps)
+            htilde, weights = self._attend(inp.unsqueeze(1), enc, all_steps[:, t : t + 1])
             feed = htilde.squeeze(1)
             outs.append(htilde)
             attns.append(weights)

@@ -27,7 +27,8 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+import shlex
+from typing import Optional, Sequence
 
 import benchlib as bl
 
@@ -95,42 +96,45 @@ def prepare(steps: Steps, args, data: Path) -> None:
     steps.run("prepare", cmd)
 
 
-def preprocess(steps: Steps, args, data: Path, work: Path) -> None:
+def preprocess(steps: Steps, args, data: Path, work: Path, alignfiles: dict[str, Path]) -> None:
     """One data directory per direction, BPE as in examples/hansards/README.md (the text is
-    already tokenized and lowercased, so nmtkit's tokenizer is off)."""
+    already tokenized and lowercased, so nmtkit's tokenizer is off), carrying eflomal's links
+    of the training pairs (--alignfile): the guided models read them, the plain ones ignore them."""
     jobs = {}
     for s, t in DIRECTIONS:
         jobs[f"preprocess-{s}-{t}"] = {"cmd": [
             "nmtkit-preprocess", "-s", s, "-t", t, "--trainpref", data / "train", "--validpref", data / "valid",
             "--testpref", data / "test", "--bpe", "subword-nmt", "--bpe-merges", str(args.bpe_merges),
-            "--max-len", "80", "--workers", "1", "--destdir", work / f"bin-{s}-{t}", "--overwrite"]}
+            "--alignfile", alignfiles[f"{s}-{t}"], "--max-len", str(args.max_len), "--workers", "1",
+            "--destdir", work / f"bin-{s}-{t}", "--overwrite"]}
     steps.parallel(jobs)
 
 
-def train_cmd(args, bindir: Path, save: Path, arch: str, seconds: int) -> list:
+def train_cmd(args, bindir: Path, save: Path, arch: str, seconds: int, extra: Sequence[str] = ()) -> list:
     """nmtkit-train under ``timeout``: SIGTERM makes the trainer finish its update and write
     checkpoint_last.pt, which is what gets aligned (a fixed wall-time budget per model)."""
     cmd = ["timeout", "-s", "TERM", str(seconds), "nmtkit-train", bindir, "--arch", arch, "--save-dir", save,
            "--batch-size", str(args.batch_size), "--max-epoch", "0", "--seed", str(args.seed), "--device", "cpu",
-           "--threads", str(args.threads), "--no-epoch-checkpoints", "--log-interval", "100", "--no-progress"]
+           "--threads", str(args.threads), "--no-epoch-checkpoints", "--log-interval", "100", "--no-progress",
+           *shlex.split(args.train_args), *extra]
     if args.max_update:
         cmd += ["--max-update", str(args.max_update)]
     return cmd
 
 
-def train_pair(steps: Steps, args, work: Path, jobs_spec: dict[str, tuple[Path, Path, str, int]], fresh: bool = True,
+def train_pair(steps: Steps, args, work: Path, jobs_spec: dict[str, tuple], fresh: bool = True,
                snapshot: str = "") -> None:
     """Train several models side by side, each with its time budget: from scratch when
     ``fresh`` (a half-finished earlier run is removed, the budget is per run), else resuming
     checkpoint_last.pt.  ``snapshot``: copy each checkpoint_last.pt to this name afterwards
     (later rounds overwrite checkpoint_last.pt)."""
     jobs = {}
-    for name, (bindir, save, arch, seconds) in jobs_spec.items():
+    for name, (bindir, save, arch, seconds, *extra) in jobs_spec.items():
         if fresh and steps.done(name) is None and save.exists():
             shutil.rmtree(save)
-        jobs[name] = {"cmd": train_cmd(args, bindir, save, arch, seconds), "check": False}
+        jobs[name] = {"cmd": train_cmd(args, bindir, save, arch, seconds, *extra), "check": False}
     steps.parallel(jobs)
-    for name, (_, save, _, _) in jobs_spec.items():
+    for name, (_, save, *_) in jobs_spec.items():
         if not (save / "checkpoint_last.pt").is_file():
             sys.exit(f"{name}: no {save / 'checkpoint_last.pt'}; see {steps.dir / (name + '.log')}")
         if snapshot and not (save / snapshot).is_file():
@@ -182,9 +186,9 @@ def score_links(links: list[set], gold: Path) -> dict:
     return {"precision": r.precision, "recall": r.recall, "aer": r.aer, "n_hyp": r.n_hyp}
 
 
-def concat_corpus(data: Path, out: Path) -> tuple[int, int]:
+def concat_corpus(data: Path, out: Path) -> tuple[list[int], int]:
     """train + dev text for the statistical aligners (they align the corpus they learn from);
-    pairs with an empty side are left out of train. Returns (train pairs kept, dropped)."""
+    pairs with an empty side are left out of train. Returns (indices of the train pairs kept, train pairs)."""
     from nmtkit.utils.textio import atomic_write, read_lines
 
     out.mkdir(parents=True, exist_ok=True)
@@ -194,7 +198,38 @@ def concat_corpus(data: Path, out: Path) -> tuple[int, int]:
         with atomic_write(out / f"all.{lang}") as fh:
             fh.writelines(" ".join(tr[k].split()) + "\n" for k in keep)
             fh.writelines(" ".join(l.split()) + "\n" for l in read_lines(data / f"test.{lang}"))
-    return len(keep), len(tr_en) - len(keep)
+    return keep, len(tr_en)
+
+
+def write_train_alignfiles(stat: Path, keep: list[int], n_train: int) -> dict[str, Path]:
+    """eflomal's links of the training pairs, symmetrized (grow-diag-final-and), as one Pharaoh
+    line per line of train.{en,fr} (empty for a pair eflomal did not see): the --alignfile of
+    each direction (fr-en flipped). Returns direction -> alignfile prefix."""
+    from nmtkit.evaluate.alignment_io import read_alignments, write_pharaoh
+    from nmtkit.evaluate.symmetrize import symmetrize
+
+    prefixes = {"en-fr": stat / "train.eflomal.en-fr", "fr-en": stat / "train.eflomal.fr-en"}
+    if all(Path(f"{p}.align").is_file() for p in prefixes.values()):
+        return prefixes
+    fwd, rev = read_alignments(stat / "eflomal.fwd"), read_alignments(stat / "eflomal.rev")
+    links: list[set] = [set() for _ in range(n_train)]
+    for row, k in enumerate(keep):
+        links[k] = symmetrize(fwd[row], rev[row], "grow-diag-final-and")
+    write_pharaoh(f"{prefixes['en-fr']}.align", [sorted(x) for x in links])
+    write_pharaoh(f"{prefixes['fr-en']}.align", [sorted((j, i) for i, j in x) for x in links])
+    return prefixes
+
+
+def diagonal_links(data: Path) -> list[set]:
+    """The length-diagonal baseline: each French word j of a J-word line linked to English word
+    round((j + 0.5) * I / J - 0.5) of the I-word line (no model at all)."""
+    from nmtkit.utils.textio import read_lines
+
+    out = []
+    for en, fr in zip(read_lines(data / "test.en"), read_lines(data / "test.fr")):
+        n_en, n_fr = len(en.split()), len(fr.split())
+        out.append({(min(n_en - 1, max(0, round((j + 0.5) * n_en / n_fr - 0.5))), j) for j in range(n_fr)} if n_en and n_fr else set())
+    return out
 
 
 def tail_links(path: Path, n: int) -> list[set]:
@@ -221,7 +256,8 @@ def run_statistical(steps: Steps, args, work: Path, data: Path, rows: list) -> t
     efl_py = peers / "eflomal" / "bin" / "python"
     fastalign_script = Path(args.data).parent / "peers" / "fastalign_systran.py"
     stat = work / "statistical"
-    kept, dropped = concat_corpus(data, stat)
+    keep, n_train = concat_corpus(data, stat)
+    kept, dropped = len(keep), n_train - len(keep)
     n_dev = bl.count_lines(data / "test.gold")
     gold = data / "test.gold"
     steps.run("eflomal", [peers / "eflomal" / "bin" / "eflomal-align", "--overwrite", "-v", "-s", stat / "all.en",
@@ -238,6 +274,7 @@ def run_statistical(steps: Steps, args, work: Path, data: Path, rows: list) -> t
     fa = tail_links(fa_dir / "align.sym", n_dev)
     write_links(stat / "fastalign.dev.sym", fa)
     rows.append(["fast_align (systran-align 3.5.0, -d -o)", "its own combination of both directions", *prf(score_links(fa, gold))])
+    write_train_alignfiles(stat, keep, n_train)
     return stat, kept, dropped
 
 
@@ -266,9 +303,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="prepare.py tokenizer processes (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--nice", type=int, default=10, help="run every heavy command under nice -n N (0: off; default: %(default)s)")
-    ap.add_argument("--probe-archs", default="", help="comma-separated presets to compare first: each trains en->fr for "
-                    "--probe-minutes side by side and aligns the dev set (which learns alignments fastest?)")
+    ap.add_argument("--probe", default="", help="candidates to compare first, 'label=ARCH [nmtkit-train flags]' entries separated "
+                    "by ';': each trains en->fr for --probe-minutes, all side by side, and aligns the dev set (which aligns best per CPU-hour?)")
     ap.add_argument("--probe-minutes", type=float, default=4.0)
+    ap.add_argument("--train-args", default="", help="extra nmtkit-train flags for every model (e.g. '--encoder-bidirectional')")
+    ap.add_argument("--max-len", type=int, default=80, help="nmtkit-preprocess --max-len (default: %(default)s)")
+    ap.add_argument("--guided-rounds", type=int, default=0, help="also train guided models (eflomal's links, --guided-alignment-weight) "
+                    "this many rounds of --train-minutes (default: %(default)s)")
+    ap.add_argument("--guided-weight", type=float, default=1.0, help="--guided-alignment-weight of the guided models (default: %(default)s)")
     ap.add_argument("--only-statistical", action="store_true", help="only eflomal and fast_align (their steps are then reused by a full run)")
     ap.add_argument("--note", default="", help="a remark to add to the recorded section (e.g. what ran alongside)")
     ap.add_argument("--fresh", action="store_true", help="redo every step (default: reuse finished steps in --work)")
@@ -287,58 +329,83 @@ def main() -> None:
     if not (Path(args.data).parent / "peers" / "fastalign_systran.py").is_file():
         sys.exit(f"{Path(args.data).parent / 'peers' / 'fastalign_systran.py'} missing (shared/peers/ beside --data)")
     load_before = bl.uptime_line()
+    budget = int(args.train_minutes * 60)
 
-    # 1. data
+    # 1. data; eflomal and fast_align first: eflomal's links of the training pairs go into the
+    #    data directories (--alignfile) for the guided models
     prepare(steps, args, data)
+    stat_rows: list[list[str]] = []
+    stat, kept, dropped = run_statistical(steps, args, work, data, stat_rows)
     if args.only_statistical:
-        rows: list[list[str]] = []
-        run_statistical(steps, args, work, data, rows)
-        print("\n" + bl.md_table(["method", "direction / symmetrization", "precision", "recall", "AER"], rows))
+        print("\n" + bl.md_table(["method", "direction / symmetrization", "precision", "recall", "AER"], stat_rows))
         return
-    preprocess(steps, args, data, work)
+    alignfiles = {d: stat / f"train.eflomal.{d}" for d in ("en-fr", "fr-en")}
+    preprocess(steps, args, data, work, alignfiles)
 
-    # 1b. optional preset probe (en->fr only)
+    # 1b. optional candidate probe (en->fr only): "label=ARCH [train flags]" entries, ';'-separated
     probe_rows = []
-    probe_archs = [a for a in args.probe_archs.split(",") if a]
-    if probe_archs:
-        spec = {f"probe-train-{a}": (work / "bin-en-fr", work / "probe" / a, a, int(args.probe_minutes * 60)) for a in probe_archs}
+    probes = dict(p.split("=", 1) for p in args.probe.split(";") if p.strip())
+    if probes:
+        spec = {f"probe-train-{label}": (work / "bin-en-fr", work / "probe" / label, cfg.split()[0], int(args.probe_minutes * 60), cfg.split()[1:])
+                for label, cfg in probes.items()}
         train_pair(steps, args, work, spec)
-        for a in probe_archs:
-            res = nmtkit_align(steps, args, work, data, f"probe-{a}", work / "probe" / a / "checkpoint_last.pt", None, 0, None)
-            s = train_summary(work / "probe" / a)
-            probe_rows.append([a, s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), *prf(res)])
-        print(bl.md_table(["arch", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+        for label, cfg in probes.items():
+            res = nmtkit_align(steps, args, work, data, f"probe-{label}", work / "probe" / label / "checkpoint_last.pt", None, 0, None)
+            s = train_summary(work / "probe" / label)
+            probe_rows.append([f"{label}: `{cfg}`", s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), *prf(res)])
+        print(bl.md_table(["candidate", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
 
     # 2.+3. nmtkit models, both directions side by side, --rounds times --train-minutes (resumed),
-    #       then nmtkit-align on the 100 gold pairs after each round
-    budget = int(args.train_minutes * 60)
-    ckpt = {f"{s}-{t}": work / f"ckpt-{s}-{t}" for s, t in DIRECTIONS}
+    #       then nmtkit-align on the 100 gold pairs after each round; then the guided models alike
     rows: list[list[str]] = []
-    for rnd in range(1, args.rounds + 1):
-        sfx = "" if rnd == 1 else f"-round{rnd}"
-        train_pair(steps, args, work, {f"train-{d}{sfx}": (work / f"bin-{d}", ckpt[d], args.arch, budget) for d in ckpt},
-                   fresh=rnd == 1, snapshot=f"checkpoint_round{rnd}.pt")
-        fwd, rev = (ckpt[d] / f"checkpoint_round{rnd}.pt" for d in ("en-fr", "fr-en"))
-        nmt = {}
-        for shift in (0, 1):
-            for sym in SYMS:
-                if shift == 0 or sym == "grow-diag-final-and":
-                    nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
-        ups = "/".join(f"{train_summary(ckpt[d], rnd)['updates']:,}" for d in ckpt)
-        label = f"nmtkit {args.arch}, {rnd * args.train_minutes:g} min ({ups} upd.)"
-        for shift in (0, 1):
-            d = nmt[(shift, "grow-diag-final-and")]["directions"]
-            rows.append([label, f"en->fr (shift {shift})", *prf(d["source->target"])])
-            rows.append([label, f"fr->en (shift {shift})", *prf(d["target->source"])])
-            rows += [[label, f"{sym} (shift {shift})", *prf(nmt[(shift, sym)])] for sym in SYMS if (shift, sym) in nmt]
-        # cross-check: the links nmtkit-align wrote score the same with the library call
-        gdfa = nmt[(0, "grow-diag-final-and")]["aer"]
-        chk = score_file(work / "align" / f"nmtkit-round{rnd}-shift0-grow-diag-final-and.align", data / "test.gold")
-        if abs(chk["aer"] - gdfa) > 1e-9:
-            sys.exit(f"AER mismatch between nmtkit-align ({gdfa}) and its output file ({chk['aer']})")
+    records: list[dict] = []
+    kinds = [("attention", "", args.rounds, [])]
+    if args.guided_rounds:
+        kinds.append(("guided", "-guided", args.guided_rounds, ["--guided-alignment-weight", str(args.guided_weight)]))
+    ckpts: dict[str, dict[str, Path]] = {}
+    for kind, tag, n_rounds, extra in kinds:
+        ckpt = {f"{s}-{t}": work / f"ckpt-{s}-{t}{tag}" for s, t in DIRECTIONS}
+        ckpts[kind] = ckpt
+        for rnd in range(1, n_rounds + 1):
+            sfx = "" if rnd == 1 else f"-round{rnd}"
+            train_pair(steps, args, work, {f"train-{d}{tag}{sfx}": (work / f"bin-{d}", ckpt[d], args.arch, budget, extra) for d in ckpt},
+                       fresh=rnd == 1, snapshot=f"checkpoint_round{rnd}.pt")
+            fwd, rev = (ckpt[d] / f"checkpoint_round{rnd}.pt" for d in ("en-fr", "fr-en"))
+            nmt = {}
+            for shift in (0, 1):
+                for sym in SYMS:
+                    if shift == 0 or sym == "grow-diag-final-and":
+                        nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
+            sums = {d: train_summary(ckpt[d], rnd) for d in ckpt}
+            ups = "/".join(f"{sums[d]['updates']:,}" for d in ckpt)
+            label = f"nmtkit {args.arch}{' guided' if kind == 'guided' else ''}, {rnd * args.train_minutes:g} min ({ups} upd.)"
+            for shift in (0, 1):
+                d = nmt[(shift, "grow-diag-final-and")]["directions"]
+                rows.append([label, f"en->fr (shift {shift})", *prf(d["source->target"])])
+                rows.append([label, f"fr->en (shift {shift})", *prf(d["target->source"])])
+                rows += [[label, f"{sym} (shift {shift})", *prf(nmt[(shift, sym)])] for sym in SYMS if (shift, sym) in nmt]
+            wall = round(max(sums[d]["seconds"] for d in ckpt))
+            base = {"system": f"nmtkit-{kind}", "arch": args.arch, "round": rnd, "train_wall_s": wall,
+                    "updates": {d: sums[d]["updates"] for d in ckpt}}
+            d0 = nmt[(0, "grow-diag-final-and")]["directions"]
+            records += [{**base, "symmetrization": "none (en->fr)", "align_shift": 0, "aer": round(d0["source->target"]["aer"], 4)},
+                        {**base, "symmetrization": "none (fr->en)", "align_shift": 0, "aer": round(d0["target->source"]["aer"], 4)}]
+            records += [{**base, "symmetrization": sym, "align_shift": shift, "aer": round(r["aer"], 4)} for (shift, sym), r in nmt.items()]
+            # cross-check: the links nmtkit-align wrote score the same with the library call
+            gdfa = nmt[(0, "grow-diag-final-and")]["aer"]
+            chk = score_file(work / "align" / f"nmtkit{tag}-round{rnd}-shift0-grow-diag-final-and.align", data / "test.gold")
+            if abs(chk["aer"] - gdfa) > 1e-9:
+                sys.exit(f"AER mismatch between nmtkit-align ({gdfa}) and its output file ({chk['aer']})")
 
-    # 4. eflomal and fast_align on train + dev
-    stat, kept, dropped = run_statistical(steps, args, work, data, rows)
+    # 4. eflomal and fast_align on train + dev (run first, above), and the length diagonal
+    rows += stat_rows
+    diag = score_links(diagonal_links(data), data / "test.gold")
+    rows.append(["length diagonal (no model)", "-", *prf(diag)])
+    records.append({"system": "diagonal", "symmetrization": "none", "aer": round(diag["aer"], 4), "train_wall_s": 0})
+    for r in stat_rows:
+        system = "eflomal" if r[0].startswith("eflomal") else "fast_align"
+        sym = r[1] if r[1] in SYMS else ("its own" if system == "fast_align" else "none (" + r[1].split(" ")[0] + ")")
+        records.append({"system": system, "symmetrization": sym, "aer": float(r[4]), "train_wall_s": round(steps.runs["eflomal" if system == "eflomal" else "fastalign"].wall)})
 
     table = bl.md_table(["method", "direction / symmetrization", "precision", "recall", "AER"], rows)
     print("\n" + table)
@@ -347,13 +414,14 @@ def main() -> None:
     first, last = steps.load_span()
     load_before = f"{first} (before the first step this invocation ran)" if first else f"{load_before} (at record time: the steps ran earlier)"
     load_after = last or f"{bl.uptime_line()} (at record time)"
+    ckpt = ckpts["attention"]
 
     # 5. RESULTS.md
     tr = {d: train_summary(ckpt[d]) for d in ckpt}
     n_train = bl.count_lines(data / "train.en")
     meta = {d: json.loads((work / f"bin-{d}" / "meta.json").read_text(encoding="utf-8")) for d in ckpt}
     walls = {n: r.wall for n, r in steps.runs.items()}
-    train_steps = {d: [r for n, r in steps.runs.items() if n.startswith(f"train-{d}")] for d in ckpt}
+    train_steps = {d: [r for n, r in steps.runs.items() if n.startswith(f"train-{d}") and "guided" not in n] for d in ckpt}
     train_lines = "\n".join(
         f"- nmtkit `{args.arch}` {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
         f"in {tr[d]['seconds'] / 60:.1f} min of training ({args.rounds} run(s) of the trainer; epoch {tr[d]['epoch']}), "
@@ -363,16 +431,19 @@ def main() -> None:
     step_walls = ", ".join(f"{n} {w:.0f} s" for n, w in walls.items())
     probe = ""
     if probe_rows:
-        probe = ("\n\nPreset probe (en->fr only, each trained " f"{args.probe_minutes:g} min side by side, shift 0, no symmetrization):\n\n"
-                 + bl.md_table(["arch", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+        probe = ("\n\nCandidate probe (en->fr only, each trained " f"{args.probe_minutes:g} min side by side, shift 0, no symmetrization):\n\n"
+                 + bl.md_table(["candidate", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
     body = (
         f"Training data: the first {n_train:,} of the 310,661 `house-senate.training` pairs (`--max-train {args.max_train}`; "
         f"the full bitext is too slow to train a neural model on this shared 2-core CPU within the benchmark), normalized by "
         f"`examples/hansards/prepare.py`; dev/test: the 100 HLT-NAACL 2003 gold pairs (sure + possible links, English source). "
-        f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len 80` "
+        f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len {args.max_len}` "
         f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in ckpt)} training pairs kept), "
         f"both directions trained side by side, {args.rounds} x {args.train_minutes:g} min of wall time each (SIGTERM via "
-        f"`timeout` makes the trainer write `checkpoint_last.pt`; the same command resumes it), aligned after each round, {args.threads} torch thread(s) each, under `nice -n {args.nice}` on a machine shared with other jobs. "
+        f"`timeout` makes the trainer write `checkpoint_last.pt`; the same command resumes it), aligned after each round, {args.threads} torch thread(s) each{f', extra flags `{args.train_args}`' if args.train_args else ''}. "
+        + (f"Guided models: the same, plus `--guided-alignment-weight {args.guided_weight:g}` towards eflomal's grow-diag-final-and links of "
+           f"the training pairs (written into the data directories with `--alignfile`), {args.guided_rounds} x {args.train_minutes:g} min. "
+           if args.guided_rounds else "") +
         f"eflomal and fast_align: the same {kept:,} training pairs ({dropped} with an empty side left out) + the 100 dev pairs "
         f"concatenated, links of the dev lines scored. All AER by `nmtkit.evaluate.aer`; eflomal's symmetrizations by "
         f"`nmtkit.evaluate.symmetrize`. Labels `N/M upd.`: updates of the en->fr / fr->en model. systran-align's Python API returns only its own (undocumented) combination of the two "
@@ -383,17 +454,16 @@ def main() -> None:
     )
     commands = [r.shell(stdout=str(work / "align" / (n[len('align-'):] + ".json")) if n.startswith("align-") else None)
                 for n, r in steps.runs.items()]
-    for rnd in range(args.rounds, 0, -1):  # after each round's training: the snapshot the alignments read
-        k = max(i for i, c in enumerate(commands) if "nmtkit-train" in c and f"--save-dir {ckpt['fr-en']}" in c and
-                sum("nmtkit-train" in x and "ckpt-fr-en" in x for x in commands[: i + 1]) == rnd)
-        commands.insert(k + 1, f"# round {rnd}{' (same commands again: the trainer resumes checkpoint_last.pt)' if rnd > 1 else ''}: "
-                               f"cp checkpoint_last.pt checkpoint_round{rnd}.pt in {ckpt['en-fr']} and {ckpt['fr-en']}")
+    commands.insert(0, "# after each round of training (the same train command again resumes checkpoint_last.pt): "
+                       "cp checkpoint_last.pt checkpoint_roundN.pt in every save dir, then the align commands of that round")
     commands.insert(commands.index(next(c for c in commands if "eflomal-align" in c)),
                     f"# train + dev text for eflomal/fast_align (empty pairs dropped): {stat}/all.{{en,fr}}")
     software = (bl.software_line({}) + f"; eflomal {bl.dist_version(str(efl_py), 'eflomal')}; "
                 f"systran-align {bl.dist_version(str(efl_py), 'systran-align')}")
     bl.append_results(bl.section("AER: Canadian Hansards En-Fr, nmtkit attention vs eflomal and fast_align",
                                  bl.machine_info(), load_before, load_after, software, body, commands))
+    bl.append_jsonl(records, {"bench": "aer", "set": "hansards-enfr-dev (100 gold pairs)", "train_pairs": n_train,
+                              "load": {"before": load_before, "after": load_after}})
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ whole process tree (sampled from /proc, counts pages shared between forked worke
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import re
@@ -24,6 +25,7 @@ from typing import Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "RESULTS.md"
+RESULTS_JSONL = REPO / "bench" / "results.jsonl"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -287,6 +289,16 @@ def append_results(text: str, path: Path = RESULTS) -> None:
     print(f"recorded in {path}")
 
 
+def append_jsonl(records: list[dict], base: dict, path: Path = RESULTS_JSONL) -> None:
+    """Append one JSON line per headline figure (``base`` fields first, then the record's own):
+    results.jsonl is how results are checked, so every record carries its bench, date and commit."""
+    base = {"date": now(), "commit": git_commit(), **base}
+    with open(path, "a", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps({**base, **r}) + "\n")
+    print(f"appended {len(records)} record(s) to {path}")
+
+
 def md_table(header: list[str], rows: list[list[object]]) -> str:
     out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -341,7 +353,7 @@ ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # torch>=2.6 + OpenNMT 3.5
 def onmt_luong_yaml(
     path: Path, txt: Path, out: Path, steps: int, batch_size: int, embed: int = 256, hidden: int = 256, layers: int = 2,
     dropout: float = 0.2, valid: bool = False, valid_steps: int = 0, save_steps: int = 0, keep: int = -1, seed: int = 1,
-    param_init: float = 0.1,
+    param_init: float = 0.1, batch_type: str = "sents",
 ) -> Path:
     """OpenNMT-py config matching nmtkit's luong_* presets: unidirectional LSTM encoder/decoder,
     global attention with the 'general' score, input feeding, uniform init U(-param_init, param_init)
@@ -376,7 +388,7 @@ dropout: [{dropout}]
 param_init: {param_init}
 world_size: 1
 gpu_ranks: []
-batch_type: sents
+batch_type: {batch_type}
 batch_size: {batch_size}
 valid_batch_size: {batch_size}
 normalization: tokens

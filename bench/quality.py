@@ -29,9 +29,6 @@ from pathlib import Path
 import benchlib as bl
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
-RESULTS_JSONL = bl.REPO / "bench" / "results.jsonl"
-
-
 def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str) -> dict[int, bl.Run]:
     """The recipe for every seed at once (one core each), then the ensemble of the seeds.
     The first seed's run preprocesses; the others start once its data directory exists."""
@@ -183,12 +180,8 @@ def main() -> None:
     print(text)
     if args.record:
         bl.append_results(text)
-        base = {"bench": "quality", "date": bl.now(), "commit": commit, "pair": args.pair, "set": "test2016",
-                "load": {"before": load_before, "after": load_after}, "device": where}
-        with open(RESULTS_JSONL, "a", encoding="utf-8") as fh:
-            for r in records:
-                fh.write(json.dumps({**base, **r}) + "\n")
-        print(f"appended {len(records)} records to {RESULTS_JSONL}")
+        bl.append_jsonl(records, {"bench": "quality", "commit": commit, "pair": args.pair, "set": "test2016",
+                                  "load": {"before": load_before, "after": load_after}, "device": where})
 
 
 if __name__ == "__main__":

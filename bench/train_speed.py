@@ -22,13 +22,13 @@ from pathlib import Path
 import benchlib as bl
 
 
-def nmtkit_batches_tokens(dest: Path, batch_size: int, seed: int) -> list[int]:
+def nmtkit_batches_tokens(dest: Path, batch_size: int, seed: int, max_tokens: int | None = None) -> list[int]:
     """Target tokens (incl. </s>) of each batch of epoch 1, in training order: the trainer's
     batches are a pure function of (seed, epoch), so they can be rebuilt exactly."""
     from nmtkit.data.dataset import DataDir, make_batches
 
     ds = DataDir(dest).load_split("train")
-    batches = make_batches(ds.src_sizes, ds.tgt_sizes, None, batch_size, seed=seed, epoch=1)
+    batches = make_batches(ds.src_sizes, ds.tgt_sizes, max_tokens, batch_size, seed=seed, epoch=1)
     return [int(ds.tgt_sizes[b].sum()) for b in batches]
 
 
@@ -73,6 +73,8 @@ def main() -> None:
     bl.add_common_args(ap)
     ap.add_argument("--arch", default="luong_small", help="nmtkit preset (default: %(default)s)")
     ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch, both toolkits (default: %(default)s)")
+    ap.add_argument("--max-tokens", type=int, default=0, help="token-sized batches instead: nmtkit --max-tokens N, "
+                    "OpenNMT-py batch_type tokens, batch_size N (its own token count: padded max of source and target)")
     ap.add_argument("--max-update", type=int, default=0, help="stop both after this many updates (default 0: one nmtkit epoch)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads of both toolkits, via OMP_NUM_THREADS (and nmtkit --threads); "
                     "1 suits a shared 2-core machine, 0 = torch default (default: %(default)s)")
@@ -94,12 +96,15 @@ def main() -> None:
     software_at_start = "" if args.report_only else bl.software_line({"OpenNMT-py": (str(peers / "opennmt/bin/python"), "OpenNMT-py")})
 
     env = bl.thread_env(args.threads)
-    batch_tokens = nmtkit_batches_tokens(dest, args.batch_size, 1)
+    max_tokens = args.max_tokens or None
+    batch_size = None if max_tokens else args.batch_size
+    batch_tokens = nmtkit_batches_tokens(dest, batch_size, 1, max_tokens)
     updates = min(len(batch_tokens), args.max_update) if args.max_update > 0 else len(batch_tokens)
     save = w / "nmtkit"
     if not args.report_only:
         shutil.rmtree(save, ignore_errors=True)  # a checkpoint_last.pt there would be resumed
-    ncmd = ["nmtkit-train", dest, "--arch", args.arch, "--batch-size", args.batch_size, "--max-epoch", "1",
+    batch_args = ["--max-tokens", max_tokens] if max_tokens else ["--batch-size", args.batch_size]
+    ncmd = ["nmtkit-train", dest, "--arch", args.arch, *batch_args, "--max-epoch", "1",
             "--max-update", args.max_update, "--optimizer", "adam", "--lr", "0.001", "--valid-subset", "none",
             "--save-dir", save, "--no-epoch-checkpoints", "--log-interval", "50", "--seed", "1", "--device", "cpu",
             "--threads", args.threads]
@@ -109,7 +114,8 @@ def main() -> None:
     if not args.skip_onmt:
         onmt = peers / "opennmt" / "bin"
         out = w / "onmt"
-        yaml = bl.onmt_luong_yaml(w / "onmt_luong_small.yaml", txt, out, steps=updates, batch_size=args.batch_size)
+        yaml = bl.onmt_luong_yaml(w / "onmt_luong_small.yaml", txt, out, steps=updates, batch_size=max_tokens or args.batch_size,
+                                  batch_type="tokens" if max_tokens else "sents")
         vcmd = [onmt / "onmt_build_vocab", "-config", yaml, "-n_sample", "-1"]
         if not args.report_only:
             for f in out.glob("model_step_*.pt"):
@@ -154,7 +160,7 @@ def main() -> None:
     if ost:
         rows.append(row("OpenNMT-py (same model)", ost, orun))
     body = (
-        f"Multi30k En->De, BPE 10k joint, batch {args.batch_size} sentences, Adam 1e-3, clip 5, dropout 0.2, CPU, "
+        f"Multi30k En->De, BPE 10k joint, batch {f'--max-tokens {max_tokens}' if max_tokens else f'{args.batch_size} sentences'}, Adam 1e-3, clip 5, dropout 0.2, CPU, "
         f"{updates} updates (= one nmtkit epoch{'' if not args.max_update else f', capped by --max-update {args.max_update}'}); "
         f"no validation; torch threads {args.threads or 'default'} each; {'side by side' if args.parallel else 'back to back'}. "
         f"{bl.gpu_line()}.\n\n" + bl.md_table(head, rows) + "\n"
@@ -177,6 +183,15 @@ def main() -> None:
     if args.record:
         bl.append_results(bl.section(f"train speed: {args.arch} vs OpenNMT-py, one epoch", bl.machine_info(),
                                      load_before, load_after, meta["software"], body, cmds))
+        rec = {"arch": args.arch, "threads": args.threads, "batch": f"{max_tokens} tokens" if max_tokens else f"{args.batch_size} sentences",
+               "updates": nst["measured_updates"], "side_by_side": args.parallel,
+               "nmtkit_tok_s": round(nst["steady_tok_s"], 1), "nmtkit_loop_tok_s": round(nst["loop_tok_s"], 1),
+               "nmtkit_peak_rss_mb": round(nrun.maxrss_mb), "measure": "target tokens/s after update 50 (steady state)"}
+        if ost:
+            rec.update(peer="OpenNMT-py 3.5.1", peer_tok_s=round(ost["steady_tok_s"], 1), peer_loop_tok_s=round(ost["loop_tok_s"], 1),
+                       peer_peak_rss_mb=round(orun.maxrss_mb), ratio_vs_opennmt=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3),
+                       ratio_vs_opennmt_loop=round(nst["loop_tok_s"] / ost["loop_tok_s"], 3))
+        bl.append_jsonl([rec], {"bench": "train_speed", "load": {"before": load_before, "after": load_after}})
 
 
 if __name__ == "__main__":

@@ -197,6 +197,9 @@ class LuongModel(Seq2SeqModel):
         e = self.cfg.embed_dim
         w_ih0, w_hh0 = rnn.weight_ih_l0, rnn.weight_hh_l0
         pre = F.linear(self.embed_dropout(emb), w_ih0[:, :e], rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
+        # unbind once: indexing pre[:, t] every step would make each step's backward write a
+        # zero-filled [B, T, 4H] gradient (quadratic in T); unbind's backward is one stack
+        pre_steps = pre.unbind(1)
         w_feed = w_ih0[:, e:].t()
         w_rec = w_hh0.t()
         hs = list(state["h"].unbind(1))
@@ -209,7 +212,7 @@ class LuongModel(Seq2SeqModel):
         outs, attns = [], []
         for t in range(tgt_len):
             # out of place: under autocast addmm casts its operands, an in-place addmm_ would not
-            gates = torch.addmm(torch.addmm(pre[:, t], self.embed_dropout(feed), w_feed), hs[0], w_rec)
+            gates = torch.addmm(torch.addmm(pre_steps[t], self.embed_dropout(feed), w_feed), hs[0], w_rec)
             i, f, g, o = gates.chunk(4, dim=1)
             cs[0] = torch.sigmoid(f) * cs[0] + torch.sigmoid(i) * torch.tanh(g)
             hs[0] = torch.sigmoid(o) * torch.tanh(cs[0])

@@ -118,8 +118,9 @@ class RNNSearchModel(Seq2SeqModel):
         state = self.init_decoder_state(enc)
         emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
         outs, attns = [], []
-        for i in range(emb.size(1)):  # c_i depends on s_{i-1}: inherently step by step
-            t, weights, state = self._step(emb[:, i], state, enc)
+        # unbind once (not emb[:, i] per step, whose backward zero-fills [B, T, E] every step)
+        for emb_i in emb.unbind(1):  # c_i depends on s_{i-1}: inherently step by step
+            t, weights, state = self._step(emb_i, state, enc)
             outs.append(t)
             attns.append(weights)
         logits = self.output_projection(self.output_dropout(torch.stack(outs, dim=1)))

@@ -306,6 +306,7 @@ def main() -> None:
     ap.add_argument("--probe", default="", help="candidates to compare first, 'label=ARCH [nmtkit-train flags]' entries separated "
                     "by ';': each trains en->fr for --probe-minutes, all side by side, and aligns the dev set (which aligns best per CPU-hour?)")
     ap.add_argument("--probe-minutes", type=float, default=4.0)
+    ap.add_argument("--probe-only", action="store_true", help="stop after the probe (a later run with the same --probe reuses it)")
     ap.add_argument("--train-args", default="", help="extra nmtkit-train flags for every model (e.g. '--encoder-bidirectional')")
     ap.add_argument("--max-len", type=int, default=80, help="nmtkit-preprocess --max-len (default: %(default)s)")
     ap.add_argument("--guided-rounds", type=int, default=0, help="also train guided models (eflomal's links, --guided-alignment-weight) "
@@ -354,6 +355,8 @@ def main() -> None:
             s = train_summary(work / "probe" / label)
             probe_rows.append([f"{label}: `{cfg}`", s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), *prf(res)])
         print(bl.md_table(["candidate", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+        if args.probe_only:
+            return
 
     # 2.+3. nmtkit models, both directions side by side, --rounds times --train-minutes (resumed),
     #       then nmtkit-align on the 100 gold pairs after each round; then the guided models alike

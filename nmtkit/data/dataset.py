@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -184,6 +184,28 @@ def collate(pairs: list[tuple[np.ndarray, np.ndarray]], ids: Optional[list[int]]
         target=target,
         ntokens=int(tgt_lengths.sum()),
     )
+
+
+class PaddingCounter:
+    """Real versus padded positions of the batches a run trained on: the share of the work
+    spent on padding, reported when training ends (the batcher groups similar lengths to keep
+    it small)."""
+
+    def __init__(self, src_sizes: np.ndarray, tgt_sizes: np.ndarray) -> None:
+        self.src_sizes, self.tgt_sizes = src_sizes, tgt_sizes
+        self.real = np.zeros(2, dtype=np.int64)  # source, target tokens
+        self.slots = np.zeros(2, dtype=np.int64)  # sentences x longest, per side
+
+    def add(self, batch: Sequence[int]) -> None:
+        idx = np.asarray(batch, dtype=np.int64)
+        for side, sizes in enumerate((self.src_sizes, self.tgt_sizes)):
+            lens = sizes[idx]
+            self.real[side] += int(lens.sum())
+            self.slots[side] += int(lens.max()) * len(idx) if len(idx) else 0
+
+    def fractions(self) -> tuple[float, float]:
+        """(source, target) padding as a fraction of all batch positions (0 before any batch)."""
+        return tuple(float(1 - r / s) if s else 0.0 for r, s in zip(self.real, self.slots))  # type: ignore[return-value]
 
 
 def make_batches(

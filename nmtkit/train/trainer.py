@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from nmtkit.data.dataset import DataDir, ParallelDataset, collate, make_batches
+from nmtkit.data.dataset import DataDir, PaddingCounter, ParallelDataset, collate, make_batches
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
@@ -459,6 +459,7 @@ class Trainer:
 
     def _train(self, opt: TrainOptions) -> TrainState:
         self._t_start = time.perf_counter()
+        self._padding = PaddingCounter(self.train_set.src_sizes, self.train_set.tgt_sizes)
         display = TrainDisplay(self.console, enabled=self.dist.is_main and not opt.no_progress, is_main=self.dist.is_main)
         if opt.max_epoch > 0 and self.state.epochs_done >= opt.max_epoch and self.state.batches_done == 0:
             raise StopTraining(f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is at the end of epoch {self.state.epochs_done}); raise --max-epoch to train further")
@@ -478,7 +479,7 @@ class Trainer:
                     break
                 if self._end_of_epoch(display):
                     break
-        self.log({"event": "end", "epoch": self.state.epoch, "update": self.state.update})
+        self.log({"event": "end", "epoch": self.state.epoch, "update": self.state.update, **self._padding_summary()})
         self._plot_curve()
         return self.state
 
@@ -490,6 +491,8 @@ class Trainer:
         win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
         for k in range(st.batches_done, len(batches), opt.update_freq):
             group = batches[k : k + opt.update_freq]
+            for b in group:
+                self._padding.add(b)
             out = self.train_step(group)
             st.batches_done = k + len(group)
             st.update += 1
@@ -533,6 +536,17 @@ class Trainer:
                 self._stop()
         return True
 
+    def _padding_summary(self) -> dict:
+        """Print (main process) and return the padding share of this run's batches."""
+        counter = getattr(self, "_padding", None)
+        if counter is None:
+            return {}
+        pad_src, pad_tgt = counter.fractions()
+        if self.dist.is_main and counter.slots.any():
+            self.console.print(f"padding: {100 * pad_src:.1f}% of the source and {100 * pad_tgt:.1f}% of the target "
+                               "positions in this run's batches")
+        return {"padding_src": round(pad_src, 4), "padding_tgt": round(pad_tgt, 4)}
+
     def _stop(self) -> None:
         """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state, say so, and
         raise KeyboardInterrupt (the command exits with status 130)."""
@@ -542,7 +556,7 @@ class Trainer:
         name = signal.Signals(self._stop_signal).name if self._stop_signal is not None else "interrupt"
         if self.dist.is_main:
             self.console.print(f"{name}: wrote {self.save_dir / 'checkpoint_last.pt'} at update {st.update}; rerun the same command to resume")
-        self.log({"event": "interrupted", "signal": name, "update": st.update})
+        self.log({"event": "interrupted", "signal": name, "update": st.update, **self._padding_summary()})
         raise KeyboardInterrupt(name)
 
     @_interruptible

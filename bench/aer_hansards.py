@@ -47,6 +47,7 @@ class Steps:
         self.fresh = fresh
         self.nice = ["nice", "-n", str(nice)] if nice else []
         self.runs: dict[str, bl.Run] = {}
+        self.ran_now: set[str] = set()  # steps this invocation ran (not reused)
 
     def done(self, name: str) -> Optional[bl.Run]:
         p = self.dir / f"{name}.json"
@@ -61,6 +62,7 @@ class Steps:
         run.extra.update(load_before=load_before, load_after=bl.uptime_line(), finished=time.time())
         (self.dir / f"{name}.json").write_text(json.dumps(run.to_json()), encoding="utf-8")
         self.runs[name] = run
+        self.ran_now.add(name)
         return run
 
     def run(self, name: str, cmd: list, **kw) -> bl.Run:
@@ -81,8 +83,10 @@ class Steps:
             self.save(name, run, load)
 
     def load_span(self) -> tuple[str, str]:
-        """uptime before the first and after the last step that ran (as recorded with them)."""
-        runs = [r for r in self.runs.values() if r.extra.get("finished")]
+        """uptime before the first and after the last step that ran (as recorded with them); the
+        steps this invocation ran when it ran any, so reused early steps do not date the load."""
+        names = self.ran_now or set(self.runs)
+        runs = [r for n, r in self.runs.items() if n in names and r.extra.get("finished")]
         if not runs:
             return "", ""
         runs.sort(key=lambda r: r.extra["finished"] - r.wall)
@@ -295,7 +299,7 @@ def main() -> None:
     ap.add_argument("--max-train", type=int, default=100000, help="first N training pairs (default: %(default)s; 0: all 310,661)")
     ap.add_argument("--arch", default="rnnsearch_tiny", help="nmtkit preset for both directions (default: %(default)s)")
     ap.add_argument("--train-minutes", type=float, default=14.0, help="wall-time budget per direction; both train side by side (default: %(default)s)")
-    ap.add_argument("--rounds", type=int, default=1, help="train --train-minutes this many times (resuming), aligning after each (default: %(default)s)")
+    ap.add_argument("--rounds", type=int, default=1, help="train --train-minutes this many times (resuming), aligning after each (default: %(default)s; 0: only the guided models)")
     ap.add_argument("--max-update", type=int, default=0, help="also stop training after N updates (0: time budget only)")
     ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: %(default)s)")
     ap.add_argument("--bpe-merges", type=int, default=16000, help="joint BPE merges, as examples/hansards/README.md (default: %(default)s)")
@@ -417,20 +421,25 @@ def main() -> None:
     first, last = steps.load_span()
     load_before = f"{first} (before the first step this invocation ran)" if first else f"{load_before} (at record time: the steps ran earlier)"
     load_after = last or f"{bl.uptime_line()} (at record time)"
-    ckpt = ckpts["attention"]
-
     # 5. RESULTS.md
-    tr = {d: train_summary(ckpt[d]) for d in ckpt}
     n_train = bl.count_lines(data / "train.en")
-    meta = {d: json.loads((work / f"bin-{d}" / "meta.json").read_text(encoding="utf-8")) for d in ckpt}
+    meta = {d: json.loads((work / f"bin-{d}" / "meta.json").read_text(encoding="utf-8")) for d in ("en-fr", "fr-en")}
     walls = {n: r.wall for n, r in steps.runs.items()}
-    train_steps = {d: [r for n, r in steps.runs.items() if n.startswith(f"train-{d}") and "guided" not in n] for d in ckpt}
-    train_lines = "\n".join(
-        f"- nmtkit `{args.arch}` {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
-        f"in {tr[d]['seconds'] / 60:.1f} min of training ({args.rounds} run(s) of the trainer; epoch {tr[d]['epoch']}), "
-        f"last logged train ppl {fmt(tr[d]['train_ppl'], 1)}, {fmt(tr[d]['tok_per_s'], 0)} target tok/s; "
-        f"CPU {sum(r.cpu for r in train_steps[d]):.0f} s in {sum(r.wall for r in train_steps[d]):.0f} s of wall time"
-        for d in ckpt)
+    train_lines = []
+    for kind, tag, n_rounds, _ in kinds:  # --rounds 0 trains only the guided models
+        if not n_rounds:
+            continue
+        ckpt = ckpts[kind]
+        tr = {d: train_summary(ckpt[d]) for d in ckpt}
+        train_steps = {d: [r for n, r in steps.runs.items()
+                           if n.startswith(f"train-{d}") and ("guided" in n) == (kind == "guided")] for d in ckpt}
+        train_lines += [
+            f"- nmtkit `{args.arch}`{' guided' if kind == 'guided' else ''} {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
+            f"in {tr[d]['seconds'] / 60:.1f} min of training ({n_rounds} run(s) of the trainer; epoch {tr[d]['epoch']}), "
+            f"last logged train ppl {fmt(tr[d]['train_ppl'], 1)}, {fmt(tr[d]['tok_per_s'], 0)} target tok/s; "
+            f"CPU {sum(r.cpu for r in train_steps[d]):.0f} s in {sum(r.wall for r in train_steps[d]):.0f} s of wall time"
+            for d in ckpt]
+    train_lines = "\n".join(train_lines)
     step_walls = ", ".join(f"{n} {w:.0f} s" for n, w in walls.items())
     probe = ""
     if probe_rows:
@@ -441,7 +450,7 @@ def main() -> None:
         f"the full bitext is too slow to train a neural model on this shared 2-core CPU within the benchmark), normalized by "
         f"`examples/hansards/prepare.py`; dev/test: the 100 HLT-NAACL 2003 gold pairs (sure + possible links, English source). "
         f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len {args.max_len}` "
-        f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in ckpt)} training pairs kept), "
+        f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in meta)} training pairs kept), "
         f"both directions trained side by side, {args.rounds} x {args.train_minutes:g} min of wall time each (SIGTERM via "
         f"`timeout` makes the trainer write `checkpoint_last.pt`; the same command resumes it), aligned after each round, {args.threads} torch thread(s) each{f', extra flags `{args.train_args}`' if args.train_args else ''}. "
         + (f"Guided models: the same, plus `--guided-alignment-weight {args.guided_weight:g}` towards eflomal's grow-diag-final-and links of "

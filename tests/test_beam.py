@@ -254,3 +254,31 @@ def test_option_errors():
         run(m, beam=0)
     with pytest.raises(NmtkitError, match="length penalty"):
         run(m, lenpen_form="average")
+
+
+@pytest.mark.parametrize("arch,opts", [
+    ("luong_tiny", dict(attention="global", score="general")),
+    ("luong_tiny", dict(attention="local-p", score="concat")),
+    ("luong_tiny", dict(attention="local-m", score="dot", input_feeding=False)),
+    ("rnnsearch_tiny", {}),
+    ("rnnencdec_tiny", dict(cell="gru", feed_context=True)),
+])
+def test_one_encoder_copy_per_sentence_gives_the_same_translations(arch, opts, monkeypatch):
+    """Beam search keeps one encoder output per sentence for models that share it across their
+    hypotheses; the hypotheses, scores and attention equal those with one copy per hypothesis."""
+    from nmtkit.data.dictionary import Dictionary
+    from nmtkit.models import build_model, resolve_config
+
+    torch.manual_seed(0)
+    d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(30)])
+    name, cfg = resolve_config(arch, opts)
+    ens = EnsembleModel([build_model(name, cfg, d, d).eval()])
+    assert ens.shares_encoder_rows
+    g = torch.Generator().manual_seed(2)
+    toks, lens = pad_batch([torch.randint(4, len(d), (n,), generator=g).tolist() + [2] for n in (6, 2, 9, 4)])
+    kw = dict(beam=4, nbest=4, max_len_a=1.0, max_len_b=3)
+    shared = beam_search(ens, toks, lens, **kw)
+    monkeypatch.setattr(EnsembleModel, "shares_encoder_rows", property(lambda self: False))
+    repeated = beam_search(ens, toks, lens, **kw)
+    for a, b in zip(shared, repeated):
+        same_hyps(a, b)

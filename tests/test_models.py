@@ -8,7 +8,7 @@ import torch
 
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.models import build_model, resolve_config
-from nmtkit.models.base import EncoderOutput, Seq2SeqModel
+from nmtkit.models.base import EncoderOutput, Seq2SeqModel, rows_per_sentence
 
 torch.set_num_threads(1)
 
@@ -247,3 +247,42 @@ def test_location_score_source_longer_than_its_positions() -> None:
     assert torch.isfinite(logits).all()
     assert (attn[..., 4:] == 0).all()
     torch.testing.assert_close(attn.sum(-1), torch.ones(2, prev.size(1)))
+
+
+GROUPED = [("luong_tiny", o) for o in LUONG_VARIANTS] + [
+    ("rnnsearch_tiny", {}), ("rnnsearch_tiny", dict(layers=2)), ("rnnencdec_tiny", {}),
+    ("rnnencdec_tiny", dict(cell="gru", feed_context=True)),
+]
+
+
+@pytest.mark.parametrize("arch,opts", GROUPED, ids=lambda x: x if isinstance(x, str) else "-".join(map(str, x.values())))
+def test_rows_sharing_one_encoder_output_equal_repeated_encoder_rows(arch: str, opts: dict) -> None:
+    """Beam search keeps one encoder output per sentence (shares_encoder_rows): g decoder rows per
+    sentence against it give what the same rows give against the encoder output repeated g times."""
+    kw = dict(embed_dim=16, hidden_size=24, window=2, max_source_positions=6) if arch == "luong_tiny" else {}
+    model = tiny_model(arch, **kw, **opts).eval()
+    assert model.shares_encoder_rows
+    src, lengths, _, _ = sample_batch()
+    g = 3
+    per_row = torch.arange(src.size(0)).repeat_interleave(g)
+    prev = torch.randint(4, 40, (src.size(0) * g, 3), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        enc = model.encode(src, lengths)
+        state_shared = model.reorder_decoder_state(model.init_decoder_state(enc), per_row)
+        enc_rep = enc.reorder(per_row)
+        state_rep = model.init_decoder_state(enc_rep)
+        for t in range(prev.size(1)):
+            lp_s, a_s, state_shared = model.decode_step(prev[:, t], state_shared, enc)
+            lp_r, a_r, state_rep = model.decode_step(prev[:, t], state_rep, enc_rep)
+            torch.testing.assert_close(lp_s, lp_r, atol=1e-5, rtol=0)
+            if a_r is None:
+                assert a_s is None
+            else:
+                torch.testing.assert_close(a_s, a_r, atol=1e-6, rtol=0)
+
+
+def test_rows_per_sentence_rejects_uneven_rows() -> None:
+    enc = EncoderOutput(states=torch.zeros(4, 3, 2), mask=torch.ones(4, 3, dtype=torch.bool))
+    assert rows_per_sentence(12, enc) == 3
+    with pytest.raises(ValueError, match="cannot be split evenly"):
+        rows_per_sentence(10, enc)

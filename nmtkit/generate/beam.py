@@ -5,7 +5,9 @@ of ``n_sentences * beam`` rows; each step is one decoder call, one top-k over
 ``beam * V`` scores per sentence and a few gathers.  Python only touches the (at most
 ``beam`` per sentence) hypotheses that end at a step.  Sentences that are complete leave
 the batch at once (encoder outputs and states are shrunk with ``reorder``), so long
-sentences do not drag finished ones along.
+sentences do not drag finished ones along.  Models that declare ``shares_encoder_rows`` (all
+built-in ones) keep one copy of the encoder output per sentence, not per hypothesis: a
+sentence's ``beam`` rows attend to it together.
 
 Conventions (documented because tests and CLIs rely on them):
 
@@ -165,8 +167,14 @@ def _search(
     max_lens = [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lens]
 
     encs = model.encode(src_tokens, src_lengths)
-    encs = model.reorder_encoder_out(encs, torch.arange(n_sent, device=device).repeat_interleave(beam))
-    states = model.init_decoder_state(encs)
+    per_row = torch.arange(n_sent, device=device).repeat_interleave(beam)
+    # one copy of the encoder states per sentence when every model reads them for its beam rows
+    shared = model.shares_encoder_rows
+    if shared:
+        states = model.reorder_decoder_state(model.init_decoder_state(encs), per_row)
+    else:
+        encs = model.reorder_encoder_out(encs, per_row)
+        states = model.init_decoder_state(encs)
 
     active = list(range(n_sent))  # original ids of the sentences still in the batch
     max_len_rows = torch.tensor(max_lens, device=device).repeat_interleave(beam)
@@ -294,7 +302,7 @@ def _search(
         states = model.reorder_decoder_state(states, sel_rows)
         if shrink:
             enc_rows = (keep_t.unsqueeze(1) * beam + beam_offsets).reshape(-1)
-            encs = model.reorder_encoder_out(encs, enc_rows)
+            encs = model.reorder_encoder_out(encs, keep_t if shared else enc_rows)
             max_len_rows = max_len_rows.index_select(0, enc_rows)
             active = [active[s] for s in keep]
         step += 1

@@ -90,6 +90,11 @@ class EnsembleModel(nn.Module):
     def has_attention(self) -> bool:
         return any(getattr(m, "has_attention", True) for m in self.models)
 
+    @property
+    def shares_encoder_rows(self) -> bool:
+        """Every member decodes ``g`` rows per encoded sentence (beam search keeps one encoder copy)."""
+        return all(getattr(m, "shares_encoder_rows", False) for m in self.models)
+
     # -- step API -------------------------------------------------------------------------
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> list[EncoderOutput]:
         return [m.encode(src_tokens, src_lengths) for m in self.models]

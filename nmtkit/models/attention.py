@@ -170,7 +170,12 @@ class AdditiveAttention(nn.Module):
 
     def forward(self, query: Tensor, states: Tensor, mask: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
         """query ``[B, Q]``, annotations ``[B, S, K]``, mask ``[B, S]``, keys ``[B, S, A]`` ->
-        (context ``[B, K]``, weights ``[B, S]``)."""
+        (context ``[B, K]``, weights ``[B, S]``).  A query ``[B, G, Q]`` (G queries per
+        sentence, e.g. beam hypotheses) gives context ``[B, G, K]`` and weights ``[B, G, S]``."""
+        if query.dim() == 3:
+            energy = self.v_a(torch.tanh(self.W_a(query).unsqueeze(2) + keys.unsqueeze(1))).squeeze(-1)  # [B, G, S]
+            weights = masked_softmax(energy, mask.unsqueeze(1))
+            return torch.bmm(weights, states), weights
         energy = self.v_a(torch.tanh(self.W_a(query).unsqueeze(1) + keys)).squeeze(-1)  # [B, S]
         weights = masked_softmax(energy, mask)
         context = torch.bmm(weights.unsqueeze(1), states).squeeze(1)

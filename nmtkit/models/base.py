@@ -12,6 +12,11 @@ Conventions (all tensors batch-first):
   the model), padding positions get exactly zero weight, the ``</s>`` column is included.
 * An :class:`EncoderOutput` and a decoder state hold only batch-first tensors, so reordering
   them for beam search is ``index_select(0, order)`` on each (see :func:`reorder_tensors`).
+* A model with ``shares_encoder_rows = True`` also accepts a decoder batch of ``N = g * B`` rows
+  against an encoder output of ``B`` sentences, rows ``k*g .. k*g+g-1`` belonging to sentence
+  ``k`` (:func:`rows_per_sentence`).  Beam search then keeps one copy of the encoder states per
+  sentence instead of one per hypothesis (less memory, and attention reads each sentence's
+  states once per step for all its hypotheses).
 """
 from __future__ import annotations
 
@@ -22,6 +27,14 @@ from typing import Callable, ClassVar, Optional
 from torch import Tensor, nn
 
 DecoderState = dict[str, Tensor]
+
+
+def rows_per_sentence(n_rows: int, enc: "EncoderOutput") -> int:
+    """``g`` of a decoder batch of ``n_rows = g * B`` rows against ``B`` encoded sentences."""
+    n_sent = enc.mask.size(0)
+    if n_sent == 0 or n_rows % n_sent:
+        raise ValueError(f"{n_rows} decoder rows cannot be split evenly over {n_sent} encoded sentences")
+    return n_rows // n_sent
 
 
 def reorder_tensors(d: dict[str, Tensor], order: Tensor) -> dict[str, Tensor]:
@@ -67,6 +80,8 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     Config: ClassVar[type]
     #: False for the attention-free baseline: decode_step then returns ``attn=None``.
     has_attention: ClassVar[bool] = True
+    #: True when decode_step accepts ``g`` rows per encoded sentence (see the module docstring).
+    shares_encoder_rows: ClassVar[bool] = False
 
     def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__()

@@ -31,7 +31,7 @@ from torch.nn import functional as F
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models.attention import ATTENTION_TYPES, SCORE_FUNCTIONS, LuongAttention
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import (
     BaseConfig,
     batch_first,
@@ -94,6 +94,7 @@ class LuongModel(Seq2SeqModel):
     """Stacked LSTM encoder-decoder with Luong attention, input feeding and dropout."""
 
     Config = LuongConfig
+    shares_encoder_rows = True
 
     def __init__(self, cfg: LuongConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__(cfg, src_dict, tgt_dict)
@@ -165,7 +166,14 @@ class LuongModel(Seq2SeqModel):
         """Top decoder states ``[B, T, H]`` -> (attentional states ``[B, T, H]``, weights)."""
         if not self.has_attention:
             return top, None
-        context, weights = self.attention(top, enc.states, enc.mask, enc.extra.get("keys"), steps)
+        n, t, h = top.shape
+        g = rows_per_sentence(n, enc)
+        # g hypotheses of one sentence are g more queries against its states (beam search)
+        query = top if g == 1 else top.reshape(n // g, g * t, h)
+        steps = steps if g == 1 or steps is None else steps.reshape(n // g, g * t)
+        context, weights = self.attention(query, enc.states, enc.mask, enc.extra.get("keys"), steps)
+        if g > 1:
+            context, weights = context.reshape(n, t, -1), weights.reshape(n, t, -1)
         return torch.tanh(self.W_c(torch.cat([context, top], dim=-1))), weights
 
     def _step(

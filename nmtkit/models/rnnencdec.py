@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtkit.data.dictionary import PAD_ID
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import (
     BaseConfig,
     batch_first,
@@ -70,6 +70,7 @@ class RNNEncDecModel(Seq2SeqModel):
 
     Config = RNNEncDecConfig
     has_attention = False
+    shares_encoder_rows = True
 
     def __init__(self, cfg: RNNEncDecConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__(cfg, src_dict, tgt_dict)
@@ -143,6 +144,9 @@ class RNNEncDecModel(Seq2SeqModel):
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
+        g = rows_per_sentence(prev_tokens.size(0), enc)
+        if g > 1 and "context" in enc.extra:  # the summary of each sentence, for each of its g rows
+            enc = EncoderOutput(enc.states, enc.mask, {**enc.extra, "context": enc.extra["context"].repeat_interleave(g, 0)})
         emb = self.embed_dropout(self.tgt_embed(prev_tokens).unsqueeze(1))
         top, new_state = self._run(emb, state, enc)
         logits = self._logits(state["h"][:, -1:], top, emb, enc).squeeze(1)

@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models.attention import AdditiveAttention
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.registry import register_model
@@ -52,6 +52,7 @@ class RNNSearchModel(Seq2SeqModel):
     """Bahdanau et al.'s jointly aligning and translating model."""
 
     Config = RNNSearchConfig
+    shares_encoder_rows = True
 
     def __init__(self, cfg: RNNSearchConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__(cfg, src_dict, tgt_dict)
@@ -98,7 +99,12 @@ class RNNSearchModel(Seq2SeqModel):
         the graph even for one-step batches, which DistributedDataParallel requires.)"""
         s_prev = state["s"]
         top = s_prev[:, -1]
-        context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"])
+        g = rows_per_sentence(top.size(0), enc)
+        if g == 1:
+            context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"])
+        else:  # g hypotheses of one sentence attend to its states together (beam search)
+            context, weights = self.attention(top.view(-1, g, top.size(1)), enc.states, enc.mask, enc.extra["keys"])
+            context, weights = context.reshape(top.size(0), -1), weights.reshape(top.size(0), -1)
         t_pre = self.deep_output(torch.cat([top, emb, context], dim=-1))
         t = t_pre.view(t_pre.size(0), -1, 2).max(dim=-1).values
         _, s_new, _ = rnn_step(self.decoder, torch.cat([emb, context], dim=-1), s_prev)

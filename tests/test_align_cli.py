@@ -270,10 +270,36 @@ def test_aligner_builds_the_lexicon_lines_lowercased_like_each_side(tmp_path):
                                 ["the", "cat"], ["Die", "Katze"])
     aligner = Aligner.from_checkpoint(ckpt, device="cpu")
     pairs, _ = aligner.prepare(["The Cat", "the cat"], ["Die Katze", "Die Katze"])
-    links = [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]
+    links = [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]  # token links (here the tokens are the words)
     assert aligner.build_lexicon(pairs, links, min_count=2) == ["cat Katze", "the Die"]
     assert aligner.build_lexicon(pairs, links, min_count=1, top_k=3) == ["cat Katze 2", "the Die 2"]
     assert aligner.build_lexicon(pairs, links, min_count=3) == []
+
+
+def test_lexicon_entries_are_the_tokens_translate_looks_up(tmp_path):
+    """Raw words with punctuation attached ('cat.') are several Moses tokens; the dictionary
+    holds tokens ('cat', '.'), never the raw word, since --replace-unk looks up tokens."""
+    ckpt = untrained_checkpoint(tmp_path / "m.pt", TextPipeline("en", tokenizer="moses", lowercase=True),
+                                TextPipeline("de", tokenizer="moses"), ["the", "cat", "."], ["Die", "Katze", "."])
+    aligner = Aligner.from_checkpoint(ckpt, device="cpu")
+    run = aligner.align_corpus(["The cat.", "the cat."], ["Die Katze.", "Die Katze."], token_links=True)
+    assert [p.src.words for p in run.prepared] == [["The", "cat."], ["the", "cat."]]
+    assert [p.src.tokens for p in run.prepared] == [["the", "cat", "."]] * 2
+    assert all(len(t) == 3 for t in run.token_links)  # one link per target token
+    entries = aligner.build_lexicon(run.prepared, run.token_links, min_count=1, top_k=3)
+    sources = {e.split()[0] for e in entries}
+    targets = {e.split()[1] for e in entries}
+    assert sources <= {"the", "cat", "."} and targets <= {"Die", "Katze", "."} and sources
+    assert run.links and all(i < 2 for sent in run.links for i, _ in sent)  # word links stay word-level
+    # with a reverse model the token links are symmetrized like the word links
+    rev = untrained_checkpoint(tmp_path / "r.pt", TextPipeline("de", tokenizer="moses"),
+                               TextPipeline("en", tokenizer="moses", lowercase=True), ["Die", "Katze", "."],
+                               ["the", "cat", "."], seed=1)
+    both = Aligner.from_checkpoint(ckpt, reverse_path=rev, symmetrize="union", device="cpu")
+    sym = both.align_corpus(["The cat."], ["Die Katze."], token_links=True)
+    fwd_only = aligner.align_corpus(["The cat."], ["Die Katze."], token_links=True)
+    assert set(fwd_only.token_links[0]) <= set(sym.token_links[0])  # union keeps every forward link
+    assert all(i < 3 and j < 3 for i, j in sym.token_links[0])
 
 
 def test_build_dict_top_k_writes_counts_for_shortlists(corpus, tmp_path):

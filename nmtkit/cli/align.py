@@ -33,7 +33,7 @@ from rich.table import Table
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate.symmetrize import METHODS
+from nmtkit.evaluate.symmetrize import METHODS, check_symmetrize_options
 
 PROG = "nmtkit-align"
 
@@ -71,8 +71,7 @@ def _check_options(o: dict[str, Any]) -> None:
     if o["source"] is not None and o["source"] == o["target"] == "-":
         raise NmtkitError("standard input ('-') can be read only once")
     check_gold_options(o["gold"], o["sure"], o["possible"])  # before the (slow) checkpoint loading
-    if o["symmetrize"] is not None and o["reverse_path"] is None:
-        raise NmtkitError("--symmetrize needs --reverse-path (a target->source model)")
+    check_symmetrize_options(o["symmetrize"], o["reverse_path"] is not None)
     if o["as_json"] and o["gold"] is None and o["sure"] is None:
         raise NmtkitError("--json prints alignment scores and needs --gold or --sure")
     if (o["plot_ids"] is not None or o["html"]) and o["plot"] is None:
@@ -138,7 +137,7 @@ def run_align(o: dict[str, Any]) -> None:
     plot_ids = parse_plot_ids(o["plot_ids"], len(prepared[0])) if o["plot"] is not None else []
 
     run = aligner.align_corpus(src_lines, tgt_lines, keep_attention=plot_ids, show_progress=True, prepared=prepared,
-                               src_name=src_name, tgt_name=tgt_name)
+                               src_name=src_name, tgt_name=tgt_name, token_links=o["build_dict"] is not None)
     links, method = run.links, run.method
 
     lines = [format_pharaoh(sent) for sent in links]
@@ -151,7 +150,8 @@ def run_align(o: dict[str, Any]) -> None:
     if o["plot"] is not None:
         _write_plots(o, plot_ids, run.prepared, run.forward, golds)
     if o["build_dict"] is not None:
-        entries = aligner.build_lexicon(run.prepared, links, min_count=o["dict_min_count"], top_k=o["dict_top_k"])
+        assert run.token_links is not None
+        entries = aligner.build_lexicon(run.prepared, run.token_links, min_count=o["dict_min_count"], top_k=o["dict_top_k"])
         with atomic_write(o["build_dict"]) as fh:
             fh.write("".join(line + "\n" for line in entries))
         console.print(f"wrote {len(entries)} dictionary entries to {o['build_dict']}")
@@ -192,7 +192,8 @@ def run_align(o: dict[str, Any]) -> None:
 @click.option("--html", is_flag=True, help="Also write DIR/index.html showing the heatmaps with their sentences.")
 @click.option("--build-dict", default=None, metavar="FILE",
               help="Write a 'source target' dictionary of the most frequent aligned target word per source word "
-                   "(for nmtkit-translate --replace-unk).")
+                   "(for nmtkit-translate --replace-unk).  Its words are the model's tokens (after its tokenizer "
+                   "and lowercasing), which is what nmtkit-translate looks up and inserts.")
 @click.option("--dict-min-count", type=click.IntRange(min=1), default=2, show_default=True,
               help="Leave out targets aligned fewer times to their source word.")
 @click.option("--dict-top-k", type=click.IntRange(min=1), default=None, metavar="K",

@@ -15,7 +15,7 @@ linked to its most-attended source word (one link per target word at most).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -24,7 +24,7 @@ from torch import Tensor
 
 from nmtkit.data.dataset import make_batches
 from nmtkit.data.dictionary import Dictionary
-from nmtkit.data.text_pipeline import TextPipeline, split_words
+from nmtkit.data.text_pipeline import TextPipeline, piece_to_token_index, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
@@ -39,11 +39,16 @@ class PreparedSide:
     """One sentence on one side: the user's words, the model's piece ids and their words.
 
     ``ids`` ends with ``</s>``; ``word_of[k]`` is the index in ``words`` of piece ``k``.
+    ``tokens`` are the model's tokens (after its tokenizer and lowercasing, before BPE) and
+    ``token_of[k]`` the token of piece ``k``: the level of ``--build-dict`` lexicons, whose
+    entries ``nmtkit-translate`` looks up and inserts as tokens.
     """
 
     words: list[str]
     ids: list[int]
     word_of: list[int]
+    tokens: list[str] = field(default_factory=list)
+    token_of: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -59,6 +64,7 @@ class AlignedPair:
 
     links: list[Link]
     attention: Optional[Tensor] = None
+    token_links: Optional[list[Link]] = None  # the same read at the model's token level, when asked
 
 
 def prepare_side(line: str, pipe: TextPipeline, dictionary: Dictionary, *, pretokenized: bool,
@@ -81,7 +87,8 @@ def prepare_side(line: str, pipe: TextPipeline, dictionary: Dictionary, *, preto
             raise InputError(path, lineno, "no tokens left after tokenization")
     pieces = pipe.apply_bpe(tokens)
     word_of = piece_word_index(line, tokens, pieces, identity_tokens=pretokenized or pipe.tokenizer == "none")
-    return PreparedSide(words=words, ids=dictionary.encode(pieces, add_eos=True), word_of=word_of)
+    return PreparedSide(words=words, ids=dictionary.encode(pieces, add_eos=True), word_of=word_of,
+                        tokens=list(tokens), token_of=piece_to_token_index(pieces))
 
 
 def prepare_corpus(src_lines: Sequence[str], tgt_lines: Sequence[str], src_pipe: TextPipeline,
@@ -117,12 +124,13 @@ def length_batches(pairs: Sequence[PreparedPair], batch_size: Optional[int],
 def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_shift: int,
                 batch_size: Optional[int] = 64, max_tokens: Optional[int] = None,
                 device: torch.device | str | None = None, keep_attention: Iterable[int] = (),
-                on_batch: Optional[Callable[[int], None]] = None) -> list[AlignedPair]:
+                on_batch: Optional[Callable[[int], None]] = None, token_links: bool = False) -> list[AlignedPair]:
     """Force-decode every pair and read one link per target word off the attention.
 
     Results are in input order.  ``keep_attention``: indices of pairs whose word-level
     attention matrix is returned too (for plots; keeping all of them would cost memory).
     ``on_batch(n)`` is called after each batch of ``n`` sentences (progress display).
+    ``token_links``: also read links between the model's tokens (``AlignedPair.token_links``).
     """
     if not model.has_attention:
         raise NmtkitError(f"{', '.join(model.names)}: model has no attention, so it cannot align words")
@@ -137,7 +145,10 @@ def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_sh
             p = pairs[i]
             args = (res.attention, p.src.word_of, p.tgt.word_of, align_shift, len(p.src.words), len(p.tgt.words))
             links = align_words(*args)
-            out[i] = AlignedPair(links=links, attention=merge_attention(*args).float() if i in keep else None)
+            tok = (align_words(res.attention, p.src.token_of, p.tgt.token_of, align_shift, len(p.src.tokens),
+                               len(p.tgt.tokens)) if token_links else None)
+            out[i] = AlignedPair(links=links, attention=merge_attention(*args).float() if i in keep else None,
+                                 token_links=tok)
         if on_batch is not None:
             on_batch(len(idx))
     return out  # type: ignore[return-value]

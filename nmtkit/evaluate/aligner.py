@@ -19,7 +19,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import AERResult, alignment_error_rate
 from nmtkit.evaluate.align_pipeline import (AlignedPair, Link, PreparedPair, build_lexicon, count_word_pairs, flip,
                                             force_align, prepare_corpus)
-from nmtkit.evaluate.symmetrize import METHODS, symmetrize as combine
+from nmtkit.evaluate.symmetrize import METHODS, check_symmetrize_options, symmetrize as combine
 from nmtkit.generate.ensemble import EnsembleModel
 
 SYMMETRIZATIONS = tuple(METHODS)
@@ -39,6 +39,8 @@ class AlignmentRun:
     src_name: str = "<source>"
     tgt_name: str = "<target>"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: links between the model's tokens (``align_corpus(token_links=True)``), combined like ``links``
+    token_links: Optional[list[list[Link]]] = None
 
 
 def _paths(path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> str:
@@ -54,10 +56,7 @@ class Aligner:
                  max_tokens: Optional[int] = None) -> None:
         from nmtkit.checkpoint import pipelines_from_checkpoint
 
-        if symmetrize is not None and reverse_model is None:
-            raise NmtkitError("--symmetrize needs --reverse-path (a target->source model)")
-        if symmetrize is not None and symmetrize not in SYMMETRIZATIONS:
-            raise NmtkitError(f"symmetrize must be one of {', '.join(SYMMETRIZATIONS)}, got {symmetrize!r}")
+        check_symmetrize_options(symmetrize, reverse_model is not None)
         self.model, self.ckpt, self.device = model, ckpt, device
         self.reverse_model, self.reverse_ckpt = reverse_model, reverse_ckpt
         self.method = (symmetrize or DEFAULT_SYMMETRIZATION) if reverse_model is not None else None
@@ -140,40 +139,47 @@ class Aligner:
     def align_corpus(self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, pretokenized: bool = False,
                      src_name: str = "<source>", tgt_name: str = "<target>", keep_attention: Iterable[int] = (),
                      show_progress: bool = False,
-                     prepared: Optional[tuple[list[PreparedPair], Optional[list[PreparedPair]]]] = None) -> AlignmentRun:
+                     prepared: Optional[tuple[list[PreparedPair], Optional[list[PreparedPair]]]] = None,
+                     token_links: bool = False) -> AlignmentRun:
         """Align every pair, per direction, then symmetrize; ``keep_attention``: indices of pairs
-        whose word-level attention is kept (for heatmaps).  ``prepared``: from :meth:`prepare`."""
+        whose word-level attention is kept (for heatmaps).  ``prepared``: from :meth:`prepare`.
+        ``token_links``: also links between the model's tokens (``AlignmentRun.token_links``, what
+        :meth:`build_lexicon` counts); symmetrized where both models tokenized a pair alike."""
         fwd_pairs, rev_pairs = prepared or self.prepare(src_lines, tgt_lines, pretokenized=pretokenized,
                                                         src_name=src_name, tgt_name=tgt_name)
-        fwd = self._direction("align", self.model, fwd_pairs, keep_attention, show_progress)
+        fwd = self._direction("align", self.model, fwd_pairs, keep_attention, show_progress, token_links)
         links = [a.links for a in fwd]
+        tok_links = [a.token_links or [] for a in fwd] if token_links else None
         directions = {"source->target": links}
         if self.reverse_model is not None:
             assert rev_pairs is not None and self.method is not None
-            rev = self._direction("align (reverse)", self.reverse_model, rev_pairs, (), show_progress)
+            rev = self._direction("align (reverse)", self.reverse_model, rev_pairs, (), show_progress, token_links)
             back = [flip(a.links) for a in rev]
             directions["target->source"] = back
             links = [sorted(combine(f, b, self.method)) for f, b in zip(links, back)]
             directions[self.method] = links
-        return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name)
+            if tok_links is not None:
+                tok_links = [sorted(combine(f, flip(r.token_links or []), self.method))
+                             if (rp.src.tokens, rp.tgt.tokens) == (fp.tgt.tokens, fp.src.tokens) else f
+                             for f, r, fp, rp in zip(tok_links, rev, fwd_pairs, rev_pairs)]
+        return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name, token_links=tok_links)
 
-    def build_lexicon(self, prepared: Sequence[PreparedPair], links: Sequence[Iterable[Link]], *,
+    def build_lexicon(self, prepared: Sequence[PreparedPair], token_links: Sequence[Iterable[Link]], *,
                       min_count: int = 2, top_k: Optional[int] = None) -> list[str]:
         """The lines of a ``--build-dict`` file from aligned pairs (no line terminators).
 
+        ``token_links``: links between the model's tokens (``align_corpus(token_links=True)``),
+        because ``nmtkit-translate`` looks up and inserts tokens: after its tokenizer (a raw
+        word ``cat.`` is the tokens ``cat`` and ``.``) and lowercased where its pipeline lowercases.
         ``top_k=None``: the 1-best ``source target`` dictionary of ``--replace-unk``; ``top_k=K``:
-        ``source target count`` lines, K per source word (a ``--shortlist`` table).  Words are
-        lowercased on a side whose pipeline lowercases, so that the entries match the tokens
-        ``nmtkit-translate`` looks up and inserts.
+        ``source target count`` lines, K per source word (a ``--shortlist`` table).
         """
-        low_src, low_tgt = self.src_pipe.lowercase, self.tgt_pipe.lowercase
-        words = [([w.lower() for w in p.src.words] if low_src else list(p.src.words),
-                  [w.lower() for w in p.tgt.words] if low_tgt else list(p.tgt.words)) for p in prepared]
-        entries = build_lexicon(count_word_pairs(words, links), min_count, top_k or 1)  # the module's ranking
+        tokens = [(p.src.tokens, p.tgt.tokens) for p in prepared]
+        entries = build_lexicon(count_word_pairs(tokens, token_links), min_count, top_k or 1)  # the module's ranking
         return [f"{src} {tgt} {n}" if top_k else f"{src} {tgt}" for src, tgt, n in entries]
 
     def _direction(self, label: str, model: EnsembleModel, pairs: list[PreparedPair], keep: Iterable[int],
-                   show_progress: bool) -> list[AlignedPair]:
+                   show_progress: bool, token_links: bool = False) -> list[AlignedPair]:
         """Force-align one direction, behind a progress bar (sentences/s) when asked."""
         from contextlib import nullcontext
 
@@ -183,7 +189,8 @@ class Aligner:
             task = progress.add_task(label, total=len(pairs)) if progress is not None else None
             return force_align(model, pairs, align_shift=self.align_shift, batch_size=self.batch_size,
                                max_tokens=self.max_tokens, device=self.device, keep_attention=keep,
-                               on_batch=(lambda n: progress.advance(task, n)) if progress is not None else None)
+                               on_batch=(lambda n: progress.advance(task, n)) if progress is not None else None,
+                               token_links=token_links)
 
 
 def check_reverse(fwd_ckpt: dict[str, Any], rev_ckpt: dict[str, Any], rev_path: str) -> None:

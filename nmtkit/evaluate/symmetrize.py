@@ -115,3 +115,12 @@ def symmetrize(s2t: Iterable[Link], t2s: Iterable[Link], method: str = "grow-dia
     except KeyError:
         raise NmtkitError(f"unknown symmetrization {method!r} (choose from {', '.join(METHODS)})") from None
     return fn(s2t, t2s)
+
+
+def check_symmetrize_options(method: str | None, has_reverse: bool) -> None:
+    """A symmetrization needs a reverse (target->source) model and a known method; a light
+    check, so the CLI can run it before loading any checkpoint."""
+    if method is not None and not has_reverse:
+        raise NmtkitError("--symmetrize needs --reverse-path (a target->source model)")
+    if method is not None and method not in METHODS:
+        raise NmtkitError(f"symmetrize must be one of {', '.join(METHODS)}, got {method!r}")

@@ -23,7 +23,7 @@ from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import alignment_error_rate
 from nmtkit.evaluate.align_pipeline import build_lexicon, count_word_pairs, prepare_side
-from nmtkit.evaluate.aligner import Aligner
+from nmtkit.evaluate.aligner import Aligner, AlignmentRun
 from nmtkit.evaluate.alignment_io import read_alignments, read_gold
 from nmtkit.evaluate.symmetrize import symmetrize
 from nmtkit.generate.loading import load_ensemble
@@ -271,9 +271,12 @@ def test_aligner_builds_the_lexicon_lines_lowercased_like_each_side(tmp_path):
     aligner = Aligner.from_checkpoint(ckpt, device="cpu")
     pairs, _ = aligner.prepare(["The Cat", "the cat"], ["Die Katze", "Die Katze"])
     links = [[(0, 0), (1, 1)], [(0, 0), (1, 1)]]  # token links (here the tokens are the words)
-    assert aligner.build_lexicon(pairs, links, min_count=2) == ["cat Katze", "the Die"]
-    assert aligner.build_lexicon(pairs, links, min_count=1, top_k=3) == ["cat Katze 2", "the Die 2"]
-    assert aligner.build_lexicon(pairs, links, min_count=3) == []
+    run = AlignmentRun(pairs, [], {}, links, token_links=links)
+    assert aligner.build_lexicon(run, min_count=2) == ["cat Katze", "the Die"]
+    assert aligner.build_lexicon(run, min_count=1, top_k=3) == ["cat Katze 2", "the Die 2"]
+    assert aligner.build_lexicon(run, min_count=3) == []
+    with pytest.raises(NmtkitError, match="needs token links"):  # word links alone are not enough
+        aligner.build_lexicon(AlignmentRun(pairs, [], {}, links), min_count=1)
 
 
 def test_lexicon_entries_are_the_tokens_translate_looks_up(tmp_path):
@@ -286,7 +289,7 @@ def test_lexicon_entries_are_the_tokens_translate_looks_up(tmp_path):
     assert [p.src.words for p in run.prepared] == [["The", "cat."], ["the", "cat."]]
     assert [p.src.tokens for p in run.prepared] == [["the", "cat", "."]] * 2
     assert all(len(t) == 3 for t in run.token_links)  # one link per target token
-    entries = aligner.build_lexicon(run.prepared, run.token_links, min_count=1, top_k=3)
+    entries = aligner.build_lexicon(run, min_count=1, top_k=3)
     sources = {e.split()[0] for e in entries}
     targets = {e.split()[1] for e in entries}
     assert sources <= {"the", "cat", "."} and targets <= {"Die", "Katze", "."} and sources
@@ -300,6 +303,7 @@ def test_lexicon_entries_are_the_tokens_translate_looks_up(tmp_path):
     fwd_only = aligner.align_corpus(["The cat."], ["Die Katze."], token_links=True)
     assert set(fwd_only.token_links[0]) <= set(sym.token_links[0])  # union keeps every forward link
     assert all(i < 3 and j < 3 for i, j in sym.token_links[0])
+    assert sym.extra["token_links_forward_only"] == 0  # both models tokenize the pair alike
 
 
 def test_build_dict_top_k_writes_counts_for_shortlists(corpus, tmp_path):

@@ -133,3 +133,20 @@ def test_quantized_translations_stay_close(trained):
     assert abs(bleu8 - bleu32) < 2.0, (bleu32, bleu8)
     beam8 = run_translate(trained, "--quantize", "int8")  # beam 5 runs too
     assert len(beam8) == 100 and sum(bool(x) for x in beam8) >= 95
+
+
+def test_shortlist_rows_of_an_int8_layer_follow_new_weights():
+    """select_output_rows caches the unpacked int8 weight (unpacking per batch was slow), keyed on
+    the packed weights: weights set later are the ones a new shortlist slices."""
+    from torch.ao.nn.quantized import dynamic as qd
+
+    from nmtkit.models.common import select_output_rows
+
+    torch.manual_seed(0)
+    lin = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(8, 12)), {torch.nn.Linear})[0]
+    assert isinstance(lin, qd.Linear)
+    ids, x = torch.tensor([0, 3, 7]), torch.randn(2, 8)
+    torch.testing.assert_close(select_output_rows(lin, ids)(x), lin(x)[:, ids])
+    w = torch.quantize_per_tensor(torch.randn(12, 8), 0.05, 0, torch.qint8)
+    lin.set_weight_bias(w, torch.zeros(12))
+    torch.testing.assert_close(select_output_rows(lin, ids)(x), lin(x)[:, ids])

@@ -150,8 +150,11 @@ def run_align(o: dict[str, Any]) -> None:
     if o["plot"] is not None:
         _write_plots(o, plot_ids, run.prepared, run.forward, golds)
     if o["build_dict"] is not None:
-        assert run.token_links is not None
-        entries = aligner.build_lexicon(run.prepared, run.token_links, min_count=o["dict_min_count"], top_k=o["dict_top_k"])
+        entries = aligner.build_lexicon(run, min_count=o["dict_min_count"], top_k=o["dict_top_k"])
+        fallback = run.extra.get("token_links_forward_only", 0)
+        if fallback:
+            console.print(f"warning: the two models tokenize {fallback} of {len(run.prepared)} pairs differently; "
+                          "their dictionary counts use the forward model's links only", style="yellow")
         with atomic_write(o["build_dict"]) as fh:
             fh.write("".join(line + "\n" for line in entries))
         console.print(f"wrote {len(entries)} dictionary entries to {o['build_dict']}")
@@ -195,9 +198,9 @@ def run_align(o: dict[str, Any]) -> None:
                    "(for nmtkit-translate --replace-unk).  Its words are the model's tokens (after its tokenizer "
                    "and lowercasing), which is what nmtkit-translate looks up and inserts.")
 @click.option("--dict-min-count", type=click.IntRange(min=1), default=2, show_default=True,
-              help="Leave out targets aligned fewer times to their source word.")
+              help="Leave out targets aligned fewer times to their source token.")
 @click.option("--dict-top-k", type=click.IntRange(min=1), default=None, metavar="K",
-              help="Keep the K most often aligned targets per source word, written as 'source target count' lines "
+              help="Keep the K most often aligned targets per source token, written as 'source target count' lines "
                    "(a table for nmtkit-translate --shortlist; --replace-unk reads it too)  [default: the 1-best, "
                    "'source target']")
 @click.option("--json", "as_json", is_flag=True,

@@ -4,7 +4,8 @@ What this module adds to the pieces it reuses (text pipelines, :mod:`nmtkit.gene
 :mod:`nmtkit.generate.word_alignment`, :mod:`nmtkit.evaluate.symmetrize`): it keeps track of
 which *word of the line as the user gave it* every subword piece came from, so that links
 index those words whatever tokenization and BPE the model applies inside; it batches the
-corpus by length; and it counts aligned word pairs into a lexical dictionary.
+corpus by length; and it counts aligned token pairs (the model's tokens, what
+``nmtkit-translate`` looks up) into a lexical dictionary.
 
 Word-level attention (see :mod:`nmtkit.generate.word_alignment`): a source word's column is
 the **sum** of its pieces' columns (the attention mass the word received), a target word's

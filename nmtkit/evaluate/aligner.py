@@ -144,13 +144,15 @@ class Aligner:
         """Align every pair, per direction, then symmetrize; ``keep_attention``: indices of pairs
         whose word-level attention is kept (for heatmaps).  ``prepared``: from :meth:`prepare`.
         ``token_links``: also links between the model's tokens (``AlignmentRun.token_links``, what
-        :meth:`build_lexicon` counts); symmetrized where both models tokenized a pair alike."""
+        :meth:`build_lexicon` counts); symmetrized where both models tokenized a pair alike (the
+        pairs where they did not keep the forward token links: ``extra["token_links_forward_only"]``)."""
         fwd_pairs, rev_pairs = prepared or self.prepare(src_lines, tgt_lines, pretokenized=pretokenized,
                                                         src_name=src_name, tgt_name=tgt_name)
         fwd = self._direction("align", self.model, fwd_pairs, keep_attention, show_progress, token_links)
         links = [a.links for a in fwd]
         tok_links = [a.token_links or [] for a in fwd] if token_links else None
         directions = {"source->target": links}
+        extra: dict[str, Any] = {}
         if self.reverse_model is not None:
             assert rev_pairs is not None and self.method is not None
             rev = self._direction("align (reverse)", self.reverse_model, rev_pairs, (), show_progress, token_links)
@@ -159,23 +161,26 @@ class Aligner:
             links = [sorted(combine(f, b, self.method)) for f, b in zip(links, back)]
             directions[self.method] = links
             if tok_links is not None:
-                tok_links = [sorted(combine(f, flip(r.token_links or []), self.method))
-                             if (rp.src.tokens, rp.tgt.tokens) == (fp.tgt.tokens, fp.src.tokens) else f
-                             for f, r, fp, rp in zip(tok_links, rev, fwd_pairs, rev_pairs)]
-        return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name, token_links=tok_links)
+                alike = [(rp.src.tokens, rp.tgt.tokens) == (fp.tgt.tokens, fp.src.tokens)
+                         for fp, rp in zip(fwd_pairs, rev_pairs)]
+                tok_links = [sorted(combine(f, flip(r.token_links or []), self.method)) if same else f
+                             for f, r, same in zip(tok_links, rev, alike)]
+                extra["token_links_forward_only"] = alike.count(False)
+        return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name, extra, tok_links)
 
-    def build_lexicon(self, prepared: Sequence[PreparedPair], token_links: Sequence[Iterable[Link]], *,
-                      min_count: int = 2, top_k: Optional[int] = None) -> list[str]:
-        """The lines of a ``--build-dict`` file from aligned pairs (no line terminators).
+    def build_lexicon(self, run: AlignmentRun, *, min_count: int = 2, top_k: Optional[int] = None) -> list[str]:
+        """The lines of a ``--build-dict`` file from an alignment run (no line terminators).
 
-        ``token_links``: links between the model's tokens (``align_corpus(token_links=True)``),
+        Counts the run's links between the model's tokens (``align_corpus(token_links=True)``),
         because ``nmtkit-translate`` looks up and inserts tokens: after its tokenizer (a raw
         word ``cat.`` is the tokens ``cat`` and ``.``) and lowercased where its pipeline lowercases.
         ``top_k=None``: the 1-best ``source target`` dictionary of ``--replace-unk``; ``top_k=K``:
         ``source target count`` lines, K per source word (a ``--shortlist`` table).
         """
-        tokens = [(p.src.tokens, p.tgt.tokens) for p in prepared]
-        entries = build_lexicon(count_word_pairs(tokens, token_links), min_count, top_k or 1)  # the module's ranking
+        if run.token_links is None:
+            raise NmtkitError("building a lexicon needs token links: align with align_corpus(..., token_links=True)")
+        tokens = [(p.src.tokens, p.tgt.tokens) for p in run.prepared]
+        entries = build_lexicon(count_word_pairs(tokens, run.token_links), min_count, top_k or 1)  # the module's ranking
         return [f"{src} {tgt} {n}" if top_k else f"{src} {tgt}" for src, tgt, n in entries]
 
     def _direction(self, label: str, model: EnsembleModel, pairs: list[PreparedPair], keep: Iterable[int],

@@ -211,11 +211,13 @@ def select_output_rows(linear: nn.Module, ids: Tensor) -> Callable[[Tensor], Ten
     from torch.ao.nn.quantized import dynamic as qd
 
     if isinstance(linear, qd.Linear):
-        # unpacking the int8 weight costs ~10 ms for a large vocabulary: once per layer, not per batch
-        unpacked = getattr(linear, "_nmtkit_unpacked", None)
-        if unpacked is None:
-            unpacked = linear._nmtkit_unpacked = linear._weight_bias()
-        weight, bias = unpacked
+        # unpacking the int8 weight costs ~10 ms for a large vocabulary: once per layer, not per
+        # batch; keyed on the packed weights, so new weights (set_weight_bias, load_state_dict) unpack again
+        packed = linear._packed_params._packed_params
+        cached = getattr(linear, "_nmtkit_unpacked", None)
+        if cached is None or cached[0] is not packed:
+            cached = linear._nmtkit_unpacked = (packed, *linear._weight_bias())
+        _, weight, bias = cached
         part = qd.Linear(linear.in_features, ids.numel(), bias_=bias is not None, dtype=weight.dtype)
         part.set_weight_bias(weight.index_select(0, ids), None if bias is None else bias.index_select(0, ids))
         return lambda x: part(x)  # a plain function: a Module would be registered as a submodule of the model

@@ -38,15 +38,20 @@ BAD_NUMBERS = [
         ("--init-scale", "-0.1"), ("--validate-interval-updates", "-1"), ("--save-interval-updates", "-5"),
         ("--halve-after", "-1"), ("--plateau-patience", "-1"), ("--maxout-size", "0"), ("--attention-dim", "0"),
         ("--batch-size", "abc"), ("--lr", "fast"),
+        # click's FloatRange lets nan and inf through; a nan learning rate would train silently on NaNs
+        ("--lr", "nan"), ("--lr", "inf"), ("--clip-norm", "nan"), ("--dropout", "nan"), ("--stop-time-hours", "inf"),
+        ("--label-smoothing", "nan"), ("--guided-alignment-weight", "inf"), ("--init-scale", "nan"),
     ]],
     *[("translate", ["--path", "x.pt"], opt, v) for opt, v in [
         ("--batch-size", "0"), ("--batch-size", "-1"), ("--beam", "0"), ("--nbest", "0"), ("--max-tokens", "0"),
         ("--buffer-size", "-1"), ("--max-len-a", "-1"), ("--max-len-b", "-1"), ("--min-len", "-1"),
         ("--max-source-len", "0"), ("--threads", "-1"),
+        ("--lenpen", "nan"), ("--lenpen", "-inf"), ("--unkpen", "nan"), ("--max-len-a", "inf"),
     ]],
     *[("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], opt, v) for opt, v in [
         ("--bpe-merges", "0"), ("--max-len", "-1"), ("--max-len-ratio", "-1"), ("--thresholdsrc", "-1"),
         ("--thresholdtgt", "-2"), ("--nwordssrc", "-2"), ("--nwordstgt", "-5"), ("--workers", "0"),
+        ("--max-len-ratio", "nan"),
     ]],
     *[("score", ["--ref", "r"], opt, v) for opt, v in [("--batch-size", "0"), ("--bootstrap-samples", "0")]],
     *[("align", ["--path", "x.pt"], opt, v) for opt, v in [

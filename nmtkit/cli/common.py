@@ -14,7 +14,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 
-__all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError"]
+__all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
@@ -22,6 +22,21 @@ EXIT_ERROR = 1  # bad input, bad option values found after parsing, failed write
 EXIT_USAGE = 2  # a command line click cannot parse (unknown option, value out of range)
 EXIT_INTERRUPT = 130  # SIGINT (Ctrl-C): 128 + 2, as a shell reports it
 EXIT_BROKEN_PIPE = 141  # stdout closed by the reader (``| head``): 128 + SIGPIPE, as a shell reports it
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option that must be a finite number (click's ``FloatRange`` lets ``nan`` and
+    ``inf`` through, and a ``nan`` learning rate or length penalty fails silently later)."""
+
+    name = "float"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        import math
+
+        out = super().convert(value, param, ctx)
+        if out is not None and not math.isfinite(out):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return out
 
 
 def fail(prog: str, message: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.signals import handles_sigterm
 
@@ -39,7 +39,7 @@ PROG = "nmtkit-preprocess"
               help="Word alignments of the training pairs: PREFIX.align (Pharaoh i-j, 0-based whitespace words of "
                    "the lines as given), one prefix per --trainpref prefix; stored for --guided-alignment-weight.")
 @click.option("--max-len", default=50, show_default=True, type=click.IntRange(min=0), help="Drop training pairs with more tokens on either side (0: off).")
-@click.option("--max-len-ratio", default=9.0, show_default=True, type=click.FloatRange(min=0), help="Drop training pairs whose length ratio exceeds this (0: off).")
+@click.option("--max-len-ratio", default=9.0, show_default=True, type=FiniteFloat(min=0), help="Drop training pairs whose length ratio exceeds this (0: off).")
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir.")
 @handle_errors(PROG)

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.signals import handles_sigterm
 
@@ -61,17 +61,17 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--batch-size", type=click.IntRange(min=1), help="Batch by number of sentences (the papers use 128 or 80).")
 @click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")
 @click.option("--max-update", default=0, show_default=True, type=click.IntRange(min=0), help="Stop after this many updates (0: no limit).")
-@click.option("--stop-time-hours", default=0.0, show_default=True, type=click.FloatRange(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
+@click.option("--stop-time-hours", default=0.0, show_default=True, type=FiniteFloat(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
 @click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0))
 @click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), help="[adam; the paper presets: theirs]")
-@click.option("--lr", type=click.FloatRange(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
+@click.option("--lr", type=FiniteFloat(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
 @click.option("--lr-schedule", type=click.Choice(["fixed", "halving", "plateau"]),
               help="[fixed] halving: Luong et al.'s halve-every-epoch after --halve-after; plateau: shrink when the --best-checkpoint-metric stalls.")
 @click.option("--halve-after", type=click.IntRange(min=0), help="[5] Epoch K after which the lr halves every epoch.")
-@click.option("--lr-shrink", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True))
+@click.option("--lr-shrink", default=0.5, show_default=True, type=FiniteFloat(0, 1, min_open=True))
 @click.option("--plateau-patience", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--min-lr", default=0.0, show_default=True, type=click.FloatRange(min=0))
-@click.option("--clip-norm", type=click.FloatRange(min=0), help="[5; Bahdanau presets 1] Gradient-norm clipping (0: off).")
+@click.option("--min-lr", default=0.0, show_default=True, type=FiniteFloat(min=0))
+@click.option("--clip-norm", type=FiniteFloat(min=0), help="[5; Bahdanau presets 1] Gradient-norm clipping (0: off).")
 @click.option("--loss-norm", type=click.Choice(["token", "sentence"]), help="[token; paper presets sentence] Average the loss over target tokens, or sum it per sentence and average over sentences (the papers).")
 @click.option("--update-freq", default=1, show_default=True, type=click.IntRange(min=1), help="Accumulate gradients over N batches per update.")
 @click.option("--eval-bleu", is_flag=True, help="After each validation, translate the valid split and log cased detokenized BLEU.")
@@ -79,12 +79,12 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--eval-bleu-max-sentences", default=0, show_default=True, type=click.IntRange(min=0), help="Translate only the first N valid sentences (0: all).")
 @click.option("--best-checkpoint-metric", type=click.Choice(["loss", "bleu"]), default="loss", show_default=True, help="What checkpoint_best.pt, --patience and the plateau schedule follow (bleu needs --eval-bleu).")
 @click.option("--keep-last", default=0, show_default=True, type=click.IntRange(min=0), help="Keep only the last N checkpoint{epoch}.pt files (0: all).")
-@click.option("--guided-alignment-weight", default=0.0, show_default=True, type=click.FloatRange(min=0),
+@click.option("--guided-alignment-weight", default=0.0, show_default=True, type=FiniteFloat(min=0),
               help="Guided alignment: add this weight times a loss between the attention and the links stored by "
                    "nmtkit-preprocess --alignfile (0: off).")
 @click.option("--guided-alignment-loss", type=click.Choice(["ce", "mse"]), default="ce", show_default=True,
               help="Guided-alignment loss: cross-entropy against the row-normalised links, or squared error.")
-@click.option("--label-smoothing", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True))
+@click.option("--label-smoothing", default=0.0, show_default=True, type=FiniteFloat(0, 1, max_open=True))
 @click.option("--patience", default=0, show_default=True, type=click.IntRange(min=0), help="Early stopping: epochs without validation improvement (0: off).")
 @click.option("--validate-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also validate every N updates.")
 @click.option("--save-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also write checkpoint_last.pt every N updates.")
@@ -102,22 +102,22 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--embed-dim", type=click.IntRange(min=1))
 @click.option("--hidden-size", type=click.IntRange(min=1))
 @click.option("--layers", type=click.IntRange(min=1))
-@click.option("--dropout", type=click.FloatRange(0, 1, max_open=True))
+@click.option("--dropout", type=FiniteFloat(0, 1, max_open=True))
 @click.option("--attention", type=str, help="luong: none|global|local-m|local-p")
 @click.option("--score", type=str, help="luong: dot|general|concat|location")
 @click.option("--input-feeding/--no-input-feeding", default=None)
 @click.option("--source-reversal/--no-source-reversal", default=None)
 @click.option("--window", type=click.IntRange(min=1), help="Local attention half-width D.")
-@click.option("--init-scale", type=click.FloatRange(min=0), help="Uniform init range [-x, x] (0: torch default).")
+@click.option("--init-scale", type=FiniteFloat(min=0), help="Uniform init range [-x, x] (0: torch default).")
 @click.option("--cell", type=str, help="rnnencdec: lstm|gru")
 @click.option("--maxout-size", type=click.IntRange(min=1))
 @click.option("--attention-dim", type=click.IntRange(min=1))
 @click.option("--encoder-bidirectional/--no-encoder-bidirectional", default=None, help="luong: bidirectional encoder with a learned bridge.")
 @click.option("--share-decoder-input-output-embed", is_flag=True, default=None, help="Tie the output layer to the target embeddings.")
 @click.option("--share-all-embeddings", is_flag=True, default=None, help="One embedding matrix for source, target and output (joined dictionary).")
-@click.option("--dropout-embed", type=click.FloatRange(0, 1, max_open=True), help="Dropout on embeddings (default: --dropout).")
-@click.option("--dropout-hidden", type=click.FloatRange(0, 1, max_open=True), help="Dropout between stacked layers (default: --dropout).")
-@click.option("--dropout-output", type=click.FloatRange(0, 1, max_open=True), help="Dropout before the output layer (default: --dropout).")
+@click.option("--dropout-embed", type=FiniteFloat(0, 1, max_open=True), help="Dropout on embeddings (default: --dropout).")
+@click.option("--dropout-hidden", type=FiniteFloat(0, 1, max_open=True), help="Dropout between stacked layers (default: --dropout).")
+@click.option("--dropout-output", type=FiniteFloat(0, 1, max_open=True), help="Dropout before the output layer (default: --dropout).")
 @click.option("--init", type=click.Choice(["uniform", "bahdanau"]), help="uniform: U(-init_scale, init_scale); bahdanau: appendix B.1 of Bahdanau et al.")
 @click.option("--model-opt", multiple=True, help="Any other model option, KEY=VALUE (repeatable).")
 @handle_errors(PROG)

@@ -16,7 +16,7 @@ from typing import Optional
 
 import click
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import InputError
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
@@ -32,13 +32,13 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--data", type=click.Path(file_okay=False), help="Use this data dir's tokenizer/BPE (its dictionaries must match).")
 @click.option("--beam", default=5, show_default=True, type=click.IntRange(min=1), help="Beam size (1: greedy).")
 @click.option("--nbest", default=1, show_default=True, type=click.IntRange(min=1), help="Hypotheses per sentence (<= beam).")
-@click.option("--lenpen", default=1.0, show_default=True, help="Length penalty alpha.")
+@click.option("--lenpen", default=1.0, show_default=True, type=FiniteFloat(), help="Length penalty alpha.")
 @click.option("--lenpen-form", type=click.Choice(["fairseq", "gnmt"]), default="fairseq", show_default=True,
               help="fairseq: score/len^a; gnmt: score/((5+len)/6)^a.")
-@click.option("--max-len-a", default=1.5, show_default=True, type=click.FloatRange(min=0), help="Max output length = a * source length + b.")
+@click.option("--max-len-a", default=1.5, show_default=True, type=FiniteFloat(min=0), help="Max output length = a * source length + b.")
 @click.option("--max-len-b", default=10, show_default=True, type=click.IntRange(min=0))
 @click.option("--min-len", default=1, show_default=True, type=click.IntRange(min=0))
-@click.option("--unkpen", default=0.0, show_default=True, help="Subtracted from <unk> log-probabilities.")
+@click.option("--unkpen", default=0.0, show_default=True, type=FiniteFloat(), help="Subtracted from <unk> log-probabilities.")
 @click.option("--replace-unk", is_flag=False, flag_value=COPY, default=None, metavar="[DICT]",
               help="Replace <unk> by the most-attended source word, translated by DICT ('source target' lines) if given, else copied.")
 @click.option("--print-alignment", is_flag=True, help="Append ' ||| i-j ...' word alignments to each output line.")

@@ -20,7 +20,9 @@ def test_padding_counter_counts_real_and_padded_positions() -> None:
     assert PaddingCounter(np.array([1]), np.array([1])).fractions() == (0.0, 0.0)
 
 
-def test_length_grouped_batches_pad_less_than_random_ones() -> None:
+def test_length_grouped_batches_pad_the_target_less_than_random_ones() -> None:
+    """Target padding is what costs (the stepped decoder, output layer and softmax run over it;
+    the encoder packs its input), so batches are grouped by target length first."""
     rng = np.random.default_rng(0)
     src, tgt = rng.integers(1, 60, 2000), rng.integers(1, 60, 2000)
     grouped = PaddingCounter(src, tgt)
@@ -30,7 +32,7 @@ def test_length_grouped_batches_pad_less_than_random_ones() -> None:
     order = rng.permutation(2000)
     for k in range(0, 2000, 32):
         shuffled.add(order[k : k + 32].tolist())
-    assert grouped.fractions()[0] < 0.1 < shuffled.fractions()[0]
+    assert grouped.fractions()[1] < 0.02 and 0.1 < shuffled.fractions()[1]
 
 
 def test_train_reports_padding_at_the_end(data_dir: Path, tmp_path: Path) -> None:

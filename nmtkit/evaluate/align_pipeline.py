@@ -110,7 +110,7 @@ def prepare_corpus(src_lines: Sequence[str], tgt_lines: Sequence[str], src_pipe:
 
 def length_batches(pairs: Sequence[PreparedPair], batch_size: Optional[int],
                    max_tokens: Optional[int]) -> list[list[int]]:
-    """Indices grouped into batches of similar length (sorted by source, then target pieces).
+    """Indices grouped into batches of similar length (sorted by target, then source pieces).
 
     ``max_tokens`` bounds ``sentences x longest side`` (a sentence longer than the budget gets
     a batch of its own); ``batch_size`` bounds the number of sentences.

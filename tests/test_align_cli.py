@@ -452,3 +452,28 @@ def test_help_names_the_align_shift_default():
     res = CliRunner().invoke(align, ["--help"])
     assert res.exit_code == 0
     assert "--align-shift" in res.output and "footnote 14" in res.output
+
+
+def test_soft_symmetrization_through_the_aligner(tmp_path):
+    """--symmetrize soft-grow-diag-final-and: the links are soft_symmetrize of the two directions'
+    word-level attention; only the matrices asked for (heatmaps) stay in the run."""
+    from nmtkit.evaluate.symmetrize import soft_symmetrize
+
+    words_en, words_de = ["the", "cat", "sees", "a", "dog"], ["die", "katze", "sieht", "einen", "hund"]
+    fwd = untrained_checkpoint(tmp_path / "f.pt", TextPipeline("en"), TextPipeline("de"), words_en, words_de)
+    rev = untrained_checkpoint(tmp_path / "r.pt", TextPipeline("de"), TextPipeline("en"), words_de, words_en, seed=1)
+    src, tgt = ["the cat sees a dog", "a dog"], ["die katze sieht einen hund", "einen hund sieht"]
+    soft = Aligner.from_checkpoint(fwd, reverse_path=rev, symmetrize="soft-grow-diag-final-and", device="cpu")
+    res_run = soft.align_corpus(src, tgt, keep_attention=[1])
+    assert res_run.method == "soft-grow-diag-final-and" and res_run.forward[0].attention is None
+    assert res_run.forward[1].attention is not None
+    f = Aligner.from_checkpoint(fwd, device="cpu").align_corpus(src, tgt, keep_attention=[0, 1])
+    r = Aligner.from_checkpoint(rev, device="cpu").align_corpus(tgt, src, keep_attention=[0, 1])
+    want = [sorted(soft_symmetrize(a.attention, b.attention)) for a, b in zip(f.forward, r.forward)]
+    assert res_run.links == want and all(res_run.links)
+    (tmp_path / "s.txt").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    res = run(["--path", fwd, "--reverse-path", rev, "--symmetrize", "soft-grow-diag-final-and",
+               "--source", tmp_path / "s.txt", "--target", tmp_path / "t.txt", "-o", tmp_path / "out.align"])
+    assert res.exit_code == 0, res.output
+    assert read_alignments(tmp_path / "out.align") == [set(links) for links in want]

@@ -113,3 +113,21 @@ def test_compose_with_sacremoses():
             for w_idx, w in enumerate(words):
                 spelled = "".join(unescape_moses(t) for t, k in zip(toks, mapped) if k == w_idx)
                 assert spelled == w
+
+
+def test_soft_symmetrization_averages_both_directions_attention():
+    from nmtkit.evaluate.symmetrize import grow_diag_final_and, soft_symmetrize
+
+    # forward [n_tgt=2, n_src=3] is unsure about target word 1; the reverse model is sure that
+    # source word 2 goes with target word 1, so the average links (2, 1)
+    fwd = torch.tensor([[0.9, 0.05, 0.05], [0.1, 0.46, 0.44]])
+    rev = torch.tensor([[0.9, 0.1], [0.8, 0.2], [0.05, 0.95]])  # [n_src, n_tgt]
+    links = soft_symmetrize(fwd, rev)
+    assert (2, 1) in links and (0, 0) in links
+    m = (fwd + rev.t()) / 2
+    s2t = [(int(m[j].argmax()), j) for j in range(2)]
+    t2s = [(i, int(m[:, i].argmax())) for i in range(3)]
+    assert links == grow_diag_final_and(s2t, t2s)
+    # hard symmetrization of the two argmax alignments misses it: forward picks source 1
+    assert (1, 1) in {(int(fwd[j].argmax()), j) for j in range(2)}
+    assert soft_symmetrize(torch.zeros(0, 3), torch.zeros(3, 0)) == set()

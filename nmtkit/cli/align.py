@@ -33,13 +33,13 @@ from rich.table import Table
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate.symmetrize import METHODS, check_symmetrize_options
+from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 
 PROG = "nmtkit-align"
 
 #: Measured on the ``nmtkit sample`` test set's gold links with luong_tiny (numbers in the module docstring).
 DEFAULT_ALIGN_SHIFT = 0
-SYMMETRIZATIONS = tuple(METHODS)
+SYMMETRIZATIONS = ALL_METHODS
 DEFAULT_PLOTS = 5
 
 
@@ -188,7 +188,9 @@ def run_align(o: dict[str, Any]) -> None:
 @click.option("--reverse-path", default=None, metavar="CKPT[:CKPT...]",
               help="Target->source checkpoint(s): align both directions and symmetrize.")
 @click.option("--symmetrize", type=click.Choice(SYMMETRIZATIONS), default=None,
-              help="How to combine the two directions  [default with --reverse-path: grow-diag-final-and]")
+              help="How to combine the two directions: a heuristic on their links, or "
+                   "soft-grow-diag-final-and, which averages their word-level attention before reading links "
+                   "(keeps every pair's attention in memory)  [default with --reverse-path: grow-diag-final-and]")
 @click.option("--plot", default=None, metavar="DIR", help="Write word-level attention heatmaps (PNG) here.")
 @click.option("--plot-ids", default=None, metavar="IDS",
               help=f"0-based sentence numbers to plot, e.g. 0,5,9  [default: the first {DEFAULT_PLOTS}]")

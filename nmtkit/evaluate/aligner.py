@@ -19,10 +19,11 @@ from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import AERResult, alignment_error_rate
 from nmtkit.evaluate.align_pipeline import (AlignedPair, Link, PreparedPair, build_lexicon, count_word_pairs, flip,
                                             force_align, prepare_corpus)
-from nmtkit.evaluate.symmetrize import METHODS, check_symmetrize_options, symmetrize as combine
+from nmtkit.evaluate.symmetrize import (ALL_METHODS, SOFT_METHODS, check_symmetrize_options, soft_symmetrize,
+                                        symmetrize as combine)
 from nmtkit.generate.ensemble import EnsembleModel
 
-SYMMETRIZATIONS = tuple(METHODS)
+SYMMETRIZATIONS = ALL_METHODS
 DEFAULT_SYMMETRIZATION = "grow-diag-final-and"
 
 
@@ -148,22 +149,37 @@ class Aligner:
         pairs where they did not keep the forward token links: ``extra["token_links_forward_only"]``)."""
         fwd_pairs, rev_pairs = prepared or self.prepare(src_lines, tgt_lines, pretokenized=pretokenized,
                                                         src_name=src_name, tgt_name=tgt_name)
-        fwd = self._direction("align", self.model, fwd_pairs, keep_attention, show_progress, token_links)
+        soft = self.method in SOFT_METHODS
+        # a soft symmetrization reads every pair's word-level attention of both directions (kept
+        # in memory: about 4 bytes x source words x target words per pair)
+        keep_fwd = range(len(fwd_pairs)) if soft else keep_attention
+        fwd = self._direction("align", self.model, fwd_pairs, keep_fwd, show_progress, token_links)
         links = [a.links for a in fwd]
         tok_links = [a.token_links or [] for a in fwd] if token_links else None
         directions = {"source->target": links}
         extra: dict[str, Any] = {}
         if self.reverse_model is not None:
             assert rev_pairs is not None and self.method is not None
-            rev = self._direction("align (reverse)", self.reverse_model, rev_pairs, (), show_progress, token_links)
+            rev = self._direction("align (reverse)", self.reverse_model, rev_pairs,
+                                  range(len(rev_pairs)) if soft else (), show_progress, token_links)
             back = [flip(a.links) for a in rev]
             directions["target->source"] = back
-            links = [sorted(combine(f, b, self.method)) for f, b in zip(links, back)]
+            if soft:
+                links = [sorted(soft_symmetrize(f.attention, r.attention)) for f, r in zip(fwd, rev)]
+                keep = set(keep_attention)
+                for k, a in enumerate(fwd):  # keep only the matrices asked for (heatmaps)
+                    if k not in keep:
+                        a.attention = None
+            else:
+                links = [sorted(combine(f, b, self.method)) for f, b in zip(links, back)]
             directions[self.method] = links
             if tok_links is not None:
                 alike = [(rp.src.tokens, rp.tgt.tokens) == (fp.tgt.tokens, fp.src.tokens)
                          for fp, rp in zip(fwd_pairs, rev_pairs)]
-                tok_links = [sorted(combine(f, flip(r.token_links or []), self.method)) if same else f
+                # token-level attention is not kept, so a soft method combines token links with its
+                # hard counterpart (grow-diag-final-and)
+                hard = "grow-diag-final-and" if soft else self.method
+                tok_links = [sorted(combine(f, flip(r.token_links or []), hard)) if same else f
                              for f, r, same in zip(tok_links, rev, alike)]
                 extra["token_links_forward_only"] = alike.count(False)
         return AlignmentRun(fwd_pairs, fwd, directions, links, self.method, src_name, tgt_name, extra, tok_links)

@@ -65,7 +65,7 @@ for dir in en-fr fr-en; do  # one core each; an interrupted run resumes checkpoi
 done
 wait
 
-for sym in intersect grow-diag-final-and; do
+for sym in intersect grow-diag-final-and soft-grow-diag-final-and; do
     nmtkit-align --path "$WORK/ckpt-en-fr$TAG/checkpoint_last.pt" --reverse-path "$WORK/ckpt-fr-en$TAG/checkpoint_last.pt" \
         --symmetrize $sym --source "$D/test.en" --target "$D/test.fr" --gold "$D/test.gold" \
         -o "$WORK/test$TAG.$sym.align" 2>&1 | tee "$WORK/aer$TAG.$sym.txt"

@@ -34,6 +34,7 @@ from typing import Optional, Sequence
 import benchlib as bl
 
 DIRECTIONS = (("en", "fr"), ("fr", "en"))
+KIND_LABEL = {"attention": "", "guided": " guided", "guided-head": " guided + alignment head"}
 SYMS = ("intersect", "union", "grow-diag-final-and", "soft-grow-diag-final-and")  # soft: shift 0 only
 
 
@@ -315,6 +316,7 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=80, help="nmtkit-preprocess --max-len (default: %(default)s)")
     ap.add_argument("--guided-rounds", type=int, default=0, help="also train guided models (eflomal's links, --guided-alignment-weight) "
                     "this many rounds of --train-minutes (default: %(default)s)")
+    ap.add_argument("--head-rounds", type=int, default=0, help="also train guided models with --alignment-head this many rounds of --train-minutes (default: %(default)s)")
     ap.add_argument("--guided-weight", type=float, default=1.0, help="--guided-alignment-weight of the guided models (default: %(default)s)")
     ap.add_argument("--only-statistical", action="store_true", help="only eflomal and fast_align (their steps are then reused by a full run)")
     ap.add_argument("--note", default="", help="a remark to add to the recorded section (e.g. what ran alongside)")
@@ -369,6 +371,9 @@ def main() -> None:
     kinds = [("attention", "", args.rounds, [])]
     if args.guided_rounds:
         kinds.append(("guided", "-guided", args.guided_rounds, ["--guided-alignment-weight", str(args.guided_weight)]))
+    if args.head_rounds:
+        kinds.append(("guided-head", "-guided-head", args.head_rounds,
+                      ["--guided-alignment-weight", str(args.guided_weight), "--alignment-head"]))
     ckpts: dict[str, dict[str, Path]] = {}
     for kind, tag, n_rounds, extra in kinds:
         ckpt = {f"{s}-{t}": work / f"ckpt-{s}-{t}{tag}" for s, t in DIRECTIONS}
@@ -385,7 +390,7 @@ def main() -> None:
                         nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
             sums = {d: train_summary(ckpt[d], rnd) for d in ckpt}
             ups = "/".join(f"{sums[d]['updates']:,}" for d in ckpt)
-            label = f"nmtkit {args.arch}{' guided' if kind == 'guided' else ''}, {rnd * args.train_minutes:g} min ({ups} upd.)"
+            label = f"nmtkit {args.arch}{KIND_LABEL[kind]}, {rnd * args.train_minutes:g} min ({ups} upd.)"
             for shift in (0, 1):
                 d = nmt[(shift, "grow-diag-final-and")]["directions"]
                 rows.append([label, f"en->fr (shift {shift})", *prf(d["source->target"])])
@@ -432,9 +437,10 @@ def main() -> None:
         ckpt = ckpts[kind]
         tr = {d: train_summary(ckpt[d]) for d in ckpt}
         train_steps = {d: [r for n, r in steps.runs.items()
-                           if n.startswith(f"train-{d}") and ("guided" in n) == (kind == "guided")] for d in ckpt}
+                           if n.startswith(f"train-{d}{tag}") and n[len(f"train-{d}{tag}"):] in ("", *(f"-round{k}" for k in range(2, n_rounds + 1)))]
+                       for d in ckpt}
         train_lines += [
-            f"- nmtkit `{args.arch}`{' guided' if kind == 'guided' else ''} {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
+            f"- nmtkit `{args.arch}`{KIND_LABEL[kind]} {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
             f"in {tr[d]['seconds'] / 60:.1f} min of training ({n_rounds} run(s) of the trainer; epoch {tr[d]['epoch']}), "
             f"last logged train ppl {fmt(tr[d]['train_ppl'], 1)}, {fmt(tr[d]['tok_per_s'], 0)} target tok/s; "
             f"CPU {sum(r.cpu for r in train_steps[d]):.0f} s in {sum(r.wall for r in train_steps[d]):.0f} s of wall time"
@@ -456,6 +462,9 @@ def main() -> None:
         + (f"Guided models: the same, plus `--guided-alignment-weight {args.guided_weight:g}` towards eflomal's grow-diag-final-and links of "
            f"the training pairs (written into the data directories with `--alignfile`), {args.guided_rounds} x {args.train_minutes:g} min. "
            if args.guided_rounds else "") +
+        (f"Guided models with an alignment head (`--alignment-head`: an extra attention that also sees the target word it aligns, "
+         f"trained only by the guided loss, read by nmtkit-align): {args.head_rounds} x {args.train_minutes:g} min. "
+         if args.head_rounds else "") +
         f"eflomal and fast_align: the same {kept:,} training pairs ({dropped} with an empty side left out) + the 100 dev pairs "
         f"concatenated, links of the dev lines scored. All AER by `nmtkit.evaluate.aer`; eflomal's symmetrizations by "
         f"`nmtkit.evaluate.symmetrize`. Labels `N/M upd.`: updates of the en->fr / fr->en model. systran-align's Python API returns only its own (undocumented) combination of the two "

@@ -15,7 +15,7 @@ PROG = "nmtkit-train"
 MODEL_FLAGS = ("embed_dim", "hidden_size", "layers", "dropout", "attention", "score", "input_feeding",
                "source_reversal", "window", "init_scale", "cell", "maxout_size", "attention_dim",
                "encoder_bidirectional", "share_decoder_input_output_embed", "share_all_embeddings",
-               "dropout_embed", "dropout_hidden", "dropout_output", "init")
+               "dropout_embed", "dropout_hidden", "dropout_output", "init", "alignment_head")
 
 
 def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -112,6 +112,9 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--cell", type=str, help="rnnencdec: lstm|gru")
 @click.option("--maxout-size", type=click.IntRange(min=1))
 @click.option("--attention-dim", type=click.IntRange(min=1))
+@click.option("--alignment-head/--no-alignment-head", default=None,
+              help="rnnsearch: an extra attention that also sees the target word it aligns, trained only by "
+                   "--guided-alignment-weight; nmtkit-align reads it (the decoder's attention cannot know that word).")
 @click.option("--encoder-bidirectional/--no-encoder-bidirectional", default=None, help="luong: bidirectional encoder with a learned bridge.")
 @click.option("--share-decoder-input-output-embed", is_flag=True, default=None, help="Tie the output layer to the target embeddings.")
 @click.option("--share-all-embeddings", is_flag=True, default=None, help="One embedding matrix for source, target and output (joined dictionary).")

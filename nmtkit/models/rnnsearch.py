@@ -11,6 +11,11 @@ GRU decoder with a maxout deep output.
 
 Dropout (off in the paper's preset) applies to the embeddings (``dropout_embed``), between
 stacked layers (``dropout_hidden``) and to ``t_i`` before the output layer (``dropout_output``).
+
+``alignment_head`` (not in the paper): a :class:`~nmtkit.models.attention.WordAlignmentHead`
+that scores ``s_{i-1}`` *and* ``E y_i`` against the annotations.  Teacher-forced ``forward``
+then reports its weights as the attention (what ``nmtkit-align`` and the guided-alignment loss
+read); beam search, which does not know ``y_i``, keeps the decoder's own attention.
 """
 from __future__ import annotations
 
@@ -20,8 +25,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from nmtkit.data.dictionary import PAD_ID
-from nmtkit.models.attention import AdditiveAttention
+from nmtkit.data.dictionary import EOS_ID, PAD_ID
+from nmtkit.models.attention import AdditiveAttention, WordAlignmentHead
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
@@ -40,6 +45,9 @@ class RNNSearchConfig(BaseConfig):
     attention_dim: int = 256
     #: Units after maxout (l in the paper); the layer before pooling has twice as many.
     maxout_size: int = 256
+    #: An extra attention that also sees the target word it aligns (see the module docstring);
+    #: trained only by the guided-alignment loss.
+    alignment_head: bool = False
 
     def validate(self) -> None:
         super().validate()
@@ -64,6 +72,7 @@ class RNNSearchModel(Seq2SeqModel):
         )
         self.W_s = nn.Linear(h, cfg.layers * h)
         self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)
+        self.align_head = WordAlignmentHead(h, cfg.embed_dim, 2 * h, cfg.attention_dim) if cfg.alignment_head else None
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         self.decoder = nn.GRU(
             cfg.embed_dim + 2 * h, h, num_layers=cfg.layers, batch_first=True,
@@ -123,11 +132,23 @@ class RNNSearchModel(Seq2SeqModel):
         enc = self.encode(src_tokens, src_lengths)
         state = self.init_decoder_state(enc)
         emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
-        outs, attns = [], []
+        outs, attns, prev_tops = [], [], []
         # unbind once (not emb[:, i] per step, whose backward zero-fills [B, T, E] every step)
         for emb_i in emb.unbind(1):  # c_i depends on s_{i-1}: inherently step by step
+            prev_tops.append(state["s"][:, -1])
             t, weights, state = self._step(emb_i, state, enc)
             outs.append(t)
             attns.append(weights)
         logits = self.output_projection(self.output_dropout(torch.stack(outs, dim=1)))
-        return logits, torch.stack(attns, dim=1)
+        if self.align_head is None:
+            return logits, torch.stack(attns, dim=1)
+        target_emb = self.embed_dropout(self.tgt_embed(next_tokens(prev_output_tokens)))
+        return logits, self.align_head(torch.stack(prev_tops, dim=1), target_emb, enc.states, enc.mask)
+
+
+def next_tokens(prev_output_tokens: Tensor) -> Tensor:
+    """``<s> y_1 .. y_{n-1}`` (right-padded) -> ``y_1 .. y_{n-1} </s>``: the word each step emits."""
+    lengths = prev_output_tokens.ne(PAD_ID).sum(dim=1)
+    out = torch.cat([prev_output_tokens[:, 1:], prev_output_tokens.new_full((prev_output_tokens.size(0), 1), PAD_ID)], 1)
+    out[torch.arange(out.size(0), device=out.device), lengths - 1] = EOS_ID
+    return out

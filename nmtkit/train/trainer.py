@@ -120,8 +120,12 @@ class Trainer:
 
     # -- setup ------------------------------------------------------------------------------
     def _check_guided_alignment(self) -> None:
-        """``--guided-alignment-weight`` needs stored links and attention: refuse it at once otherwise."""
+        """``--guided-alignment-weight`` needs stored links and attention: refuse it at once otherwise;
+        an alignment head learns only from it."""
         if self.opt.guided_alignment_weight <= 0:
+            if getattr(self.cfg, "alignment_head", False):
+                raise NmtkitError("--alignment-head is trained only by the guided-alignment loss: "
+                                  "give --guided-alignment-weight (and data preprocessed with --alignfile)")
             return
         if self.train_set.alignments is None:
             raise NmtkitError(f"--guided-alignment-weight: {self.data.path} has no alignments for split "

@@ -4,6 +4,7 @@
 #
 #   bash examples/hansards/run.sh                 # attention models, 2 hours of training each
 #   GUIDED=1 bash examples/hansards/run.sh        # guided by eflomal's links (--guided-alignment-weight 1)
+#   GUIDED=1 HEAD=1 bash examples/hansards/run.sh # ... with an alignment head that sees the word it aligns
 #   HOURS=0.5 bash examples/hansards/run.sh       # a shorter budget; the same command again resumes
 #
 # Data: $NMTKIT_DATA/align (default ../shared/data). eflomal: $PEERS/eflomal (shared/peers/setup.sh),
@@ -15,6 +16,7 @@
 set -euo pipefail
 HOURS=${HOURS:-2}
 GUIDED=${GUIDED:-0}
+HEAD=${HEAD:-0}
 ARCH=${ARCH:-rnnsearch_small}
 TRAIN_ARGS=${TRAIN_ARGS:-}
 THREADS=${THREADS:-1}
@@ -24,6 +26,8 @@ PEERS=${PEERS:-/work/peers}
 WORK=${WORK:-hansards-work}
 D=$WORK/data
 TAG=$([ "$GUIDED" = 1 ] && echo -guided || true)
+[ "$HEAD" = 1 ] && [ "$GUIDED" != 1 ] && { echo "HEAD=1 needs GUIDED=1 (the head learns only from the guided loss)" >&2; exit 1; }
+HTAG=$([ "$HEAD" = 1 ] && echo -head || true)
 mkdir -p "$WORK"
 
 [ -f "$D/test.gold" ] || python "$(dirname "$0")/prepare.py" --data "$DATA_ROOT/align" --out "$D" --workers 2 --max-train "$MAX_TRAIN"
@@ -57,16 +61,17 @@ wait
 
 guide=()
 [ "$GUIDED" = 1 ] && guide=(--guided-alignment-weight 1)
+[ "$HEAD" = 1 ] && guide+=(--alignment-head)
 for dir in en-fr fr-en; do  # one core each; an interrupted run resumes checkpoint_last.pt
     # shellcheck disable=SC2086
     nmtkit-train "$WORK/bin-$dir$TAG" --arch "$ARCH" $TRAIN_ARGS "${guide[@]}" --batch-size 64 --max-epoch 0 \
         --threads "$THREADS" --stop-time-hours "$HOURS" --no-epoch-checkpoints --log-interval 100 \
-        --save-dir "$WORK/ckpt-$dir$TAG" > "$WORK/train-$dir$TAG.log" 2>&1 &
+        --save-dir "$WORK/ckpt-$dir$TAG$HTAG" > "$WORK/train-$dir$TAG$HTAG.log" 2>&1 &
 done
 wait
 
 for sym in intersect grow-diag-final-and soft-grow-diag-final-and; do
-    nmtkit-align --path "$WORK/ckpt-en-fr$TAG/checkpoint_last.pt" --reverse-path "$WORK/ckpt-fr-en$TAG/checkpoint_last.pt" \
+    nmtkit-align --path "$WORK/ckpt-en-fr$TAG$HTAG/checkpoint_last.pt" --reverse-path "$WORK/ckpt-fr-en$TAG$HTAG/checkpoint_last.pt" \
         --symmetrize $sym --source "$D/test.en" --target "$D/test.fr" --gold "$D/test.gold" \
-        -o "$WORK/test$TAG.$sym.align" 2>&1 | tee "$WORK/aer$TAG.$sym.txt"
+        -o "$WORK/test$TAG$HTAG.$sym.align" 2>&1 | tee "$WORK/aer$TAG$HTAG.$sym.txt"
 done

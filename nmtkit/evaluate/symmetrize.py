@@ -127,7 +127,7 @@ def soft_symmetrize(fwd_attention: "Tensor", rev_attention: "Tensor") -> set[Lin
     decisions; then each target word's best source word and each source word's best target word
     under ``M`` are the two directions that grow-diag-final-and combines.  Rows without mass in
     one model keep the other's.  Why: on the Hansards dev gold this beat symmetrizing the two
-    argmax alignments by 0.03-0.05 AER (bench/RESULTS.md).
+    argmax alignments by 0.01-0.06 AER for every model measured (bench/RESULTS.md).
     """
     m = (fwd_attention.float() + rev_attention.float().t()) / 2
     if m.numel() == 0:

@@ -254,26 +254,33 @@ GUIDED_UPDATES = 60
 AER_MARGIN = 0.15
 
 
-@pytest.mark.slow
-def test_guided_training_lowers_aer_on_the_sample_corpus(tmp_path):
+def sample_corpus_aer(tmp_path: Path, n_train: int, arch: str, updates: int, variants: dict[str, list[str]]) -> dict[str, float]:
+    """Test-set AER of ``arch`` trained ``updates`` updates on the sample corpus (seed 1, its gold
+    links as the alignfile) once per variant of extra nmtkit-train flags."""
     raw = tmp_path / "raw"
-    generate_corpus(raw, seed=1, n_train=300, n_valid=10, n_test=100)
+    generate_corpus(raw, seed=1, n_train=n_train, n_valid=10, n_test=100)
     res = prep(raw, tmp_path / "bin", "--alignfile", str(raw / "train"))
     assert res.exit_code == 0, res.output
     aer = {}
-    for weight in ("0", "1"):
-        save = tmp_path / f"ckpt-{weight}"
-        res = CliRunner().invoke(train, [str(tmp_path / "bin"), "--arch", "luong_tiny", "--save-dir", str(save),
-                                         "--batch-size", "16", "--lr", "0.005", "--max-update", str(GUIDED_UPDATES),
+    for label, extra in variants.items():
+        save = tmp_path / f"ckpt-{label}"
+        res = CliRunner().invoke(train, [str(tmp_path / "bin"), "--arch", arch, "--save-dir", str(save),
+                                         "--batch-size", "16", "--lr", "0.005", "--max-update", str(updates),
                                          "--max-epoch", "0", "--seed", "1", "--threads", "1", "--device", "cpu",
-                                         "--no-progress", "--valid-subset", "none", "--no-epoch-checkpoints",
-                                         "--guided-alignment-weight", weight])
+                                         "--no-progress", "--valid-subset", "none", "--no-epoch-checkpoints", *extra])
         assert res.exit_code == 0, res.output
         res = CliRunner().invoke(align, ["--path", str(save / "checkpoint_last.pt"), "--source", str(raw / "test.en"),
                                          "--target", str(raw / "test.de"), "--gold", str(raw / "test.align"), "--json",
                                          "--device", "cpu"])
         assert res.exit_code == 0, res.output
-        aer[weight] = json.loads(res.stdout)["aer"]
+        aer[label] = json.loads(res.stdout)["aer"]
+    return aer
+
+
+@pytest.mark.slow
+def test_guided_training_lowers_aer_on_the_sample_corpus(tmp_path):
+    aer = sample_corpus_aer(tmp_path, 300, "luong_tiny", GUIDED_UPDATES,
+                            {w: ["--guided-alignment-weight", w] for w in ("0", "1")})
     print(f"AER unguided {aer['0']:.3f}, guided {aer['1']:.3f}")
     assert aer["1"] < aer["0"] - AER_MARGIN, aer
 
@@ -323,28 +330,14 @@ def test_alignment_head_needs_the_guided_loss(aligned_data, tmp_path):
     assert res.exit_code != 0 and "alignment_head" in one_line_error(res)
 
 
-# Measured (one thread; rnnsearch_tiny guided by the sample corpus's gold links of 2,000 training
-# pairs, batch 16, lr 0.005, λ = 1, seed 1, 150 updates): test AER 0.487 read from the decoder's
-# attention, 0.166 from the alignment head.  The test asks for half of that gap on 300 pairs.
+# Measured (one thread; rnnsearch_tiny guided by the sample corpus's gold links, batch 16,
+# lr 0.005, λ = 1, seed 1): test AER read from the decoder's attention vs from the alignment head,
+# 0.487 vs 0.166 (2,000 training pairs, 150 updates) and 0.513 vs 0.257 (this test: 1,000 pairs,
+# 100 updates).  The test asks for 0.15, under 60 % of the gap.
 @pytest.mark.slow
 def test_alignment_head_aligns_better_than_the_decoders_attention(tmp_path):
-    raw = tmp_path / "raw"
-    generate_corpus(raw, seed=1, n_train=1000, n_valid=10, n_test=100)
-    res = prep(raw, tmp_path / "bin", "--alignfile", str(raw / "train"))
-    assert res.exit_code == 0, res.output
-    aer = {}
-    for label, extra in (("attention", []), ("head", ["--alignment-head"])):
-        save = tmp_path / label
-        res = CliRunner().invoke(train, [str(tmp_path / "bin"), "--arch", "rnnsearch_tiny", "--save-dir", str(save),
-                                         "--batch-size", "16", "--lr", "0.005", "--max-update", "100", "--max-epoch", "0",
-                                         "--seed", "1", "--threads", "1", "--device", "cpu", "--no-progress",
-                                         "--valid-subset", "none", "--no-epoch-checkpoints",
-                                         "--guided-alignment-weight", "1", *extra])
-        assert res.exit_code == 0, res.output
-        res = CliRunner().invoke(align, ["--path", str(save / "checkpoint_last.pt"), "--source", str(raw / "test.en"),
-                                         "--target", str(raw / "test.de"), "--gold", str(raw / "test.align"), "--json",
-                                         "--device", "cpu"])
-        assert res.exit_code == 0, res.output
-        aer[label] = json.loads(res.stdout)["aer"]
+    guided = ["--guided-alignment-weight", "1"]
+    aer = sample_corpus_aer(tmp_path, 1000, "rnnsearch_tiny", 100,
+                            {"attention": guided, "head": [*guided, "--alignment-head"]})
     print(f"AER guided attention {aer['attention']:.3f}, alignment head {aer['head']:.3f}")
     assert aer["head"] < aer["attention"] - 0.15, aer

@@ -30,7 +30,7 @@ from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.forced import collate, score_references
-from nmtkit.generate.word_alignment import align_words, merge_attention
+from nmtkit.generate.word_alignment import align_words, links_from_merged, merge_attention
 
 Link = tuple[int, int]
 
@@ -144,11 +144,11 @@ def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_sh
             if res.attention is None:
                 raise NmtkitError(f"{', '.join(model.names)}: model returned no attention")
             p = pairs[i]
-            args = (res.attention, p.src.word_of, p.tgt.word_of, align_shift, len(p.src.words), len(p.tgt.words))
-            links = align_words(*args)
+            merged = merge_attention(res.attention, p.src.word_of, p.tgt.word_of, align_shift,
+                                     len(p.src.words), len(p.tgt.words))
             tok = (align_words(res.attention, p.src.token_of, p.tgt.token_of, align_shift, len(p.src.tokens),
                                len(p.tgt.tokens)) if token_links else None)
-            out[i] = AlignedPair(links=links, attention=merge_attention(*args).float() if i in keep else None,
+            out[i] = AlignedPair(links=links_from_merged(merged), attention=merged.float() if i in keep else None,
                                  token_links=tok)
         if on_batch is not None:
             on_batch(len(idx))

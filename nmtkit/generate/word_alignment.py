@@ -84,7 +84,11 @@ def align_words(
     n_tgt_words: Optional[int] = None,
 ) -> list[Link]:
     """One link per target word to its most-attended source word (see the module docstring)."""
-    merged = merge_attention(attention, src_word_of, tgt_word_of, align_shift, n_src_words, n_tgt_words)
+    return links_from_merged(merge_attention(attention, src_word_of, tgt_word_of, align_shift, n_src_words, n_tgt_words))
+
+
+def links_from_merged(merged: Tensor) -> list[Link]:
+    """Step 3 of the module docstring on a :func:`merge_attention` matrix (for callers that keep it)."""
     if merged.numel() == 0:
         return []
     best = merged.argmax(dim=1).tolist()  # first maximum: lower source index wins ties

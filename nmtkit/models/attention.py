@@ -171,38 +171,12 @@ class AdditiveAttention(nn.Module):
     def forward(self, query: Tensor, states: Tensor, mask: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
         """query ``[B, Q]``, annotations ``[B, S, K]``, mask ``[B, S]``, keys ``[B, S, A]`` ->
         (context ``[B, K]``, weights ``[B, S]``).  A query ``[B, G, Q]`` (G queries per
-        sentence, e.g. beam hypotheses) gives context ``[B, G, K]`` and weights ``[B, G, S]``."""
-        if query.dim() == 3:
-            energy = self.v_a(torch.tanh(self.W_a(query).unsqueeze(2) + keys.unsqueeze(1))).squeeze(-1)  # [B, G, S]
-            weights = masked_softmax(energy, mask.unsqueeze(1))
-            return torch.bmm(weights, states), weights
-        energy = self.v_a(torch.tanh(self.W_a(query).unsqueeze(1) + keys)).squeeze(-1)  # [B, S]
-        weights = masked_softmax(energy, mask)
-        context = torch.bmm(weights.unsqueeze(1), states).squeeze(1)
-        return context, weights
+        sentence: beam hypotheses, or every target step at once) gives context ``[B, G, K]`` and
+        weights ``[B, G, S]``."""
+        grouped = query.dim() == 3
+        q = query if grouped else query.unsqueeze(1)
+        energy = self.v_a(torch.tanh(self.W_a(q).unsqueeze(2) + keys.unsqueeze(1))).squeeze(-1)  # [B, G, S]
+        weights = masked_softmax(energy, mask.unsqueeze(1))
+        context = torch.bmm(weights, states)
+        return (context, weights) if grouped else (context.squeeze(1), weights.squeeze(1))
 
-
-class WordAlignmentHead(nn.Module):
-    """An attention that aligns a *known* target word: additive scores from the previous decoder
-    state and the embedding of the word itself, ``e_ij = v . tanh(W_s s_{i-1} + W_y E y_i + U h_j)``.
-
-    Why: the decoder's own attention is computed before ``y_i`` is chosen, so it can only guess
-    which source word the next target word translates; in training and forced alignment the
-    word is known.  The head feeds nothing into the translation and is trained only by the
-    guided-alignment loss (``nmtkit-train --alignment-head --guided-alignment-weight``), in the
-    spirit of Garg et al. (2019), who align with a head that sees the full target context.
-    """
-
-    def __init__(self, state_size: int, embed_size: int, key_size: int, dim: int) -> None:
-        super().__init__()
-        self.W_s = nn.Linear(state_size, dim, bias=False)
-        self.W_y = nn.Linear(embed_size, dim, bias=False)
-        self.U = nn.Linear(key_size, dim, bias=False)
-        self.v = nn.Linear(dim, 1, bias=False)
-
-    def forward(self, prev_states: Tensor, target_embed: Tensor, annotations: Tensor, mask: Tensor) -> Tensor:
-        """``prev_states`` ``[B, T, Q]`` (``s_{i-1}``), ``target_embed`` ``[B, T, E]`` (``E y_i``),
-        annotations ``[B, S, K]``, mask ``[B, S]`` -> weights ``[B, T, S]``."""
-        query = self.W_s(prev_states) + self.W_y(target_embed)  # [B, T, A]
-        energy = self.v(torch.tanh(query.unsqueeze(2) + self.U(annotations).unsqueeze(1))).squeeze(-1)
-        return masked_softmax(energy, mask[:, None, :])

@@ -12,10 +12,13 @@ GRU decoder with a maxout deep output.
 Dropout (off in the paper's preset) applies to the embeddings (``dropout_embed``), between
 stacked layers (``dropout_hidden``) and to ``t_i`` before the output layer (``dropout_output``).
 
-``alignment_head`` (not in the paper): a :class:`~nmtkit.models.attention.WordAlignmentHead`
-that scores ``s_{i-1}`` *and* ``E y_i`` against the annotations.  Teacher-forced ``forward``
-then reports its weights as the attention (what ``nmtkit-align`` and the guided-alignment loss
-read); beam search, which does not know ``y_i``, keeps the decoder's own attention.
+``alignment_head`` (not in the paper): a second :class:`~nmtkit.models.attention.AdditiveAttention`
+whose query is ``[s_{i-1}; E y_i]``, i.e. it also sees the word it aligns (the decoder's own
+attention is computed before ``y_i`` is chosen, so it can only guess where the next word comes
+from).  It feeds nothing into the translation and is trained only by the guided-alignment loss
+(in the spirit of Garg et al. 2019).  Teacher-forced ``forward`` then reports its weights as the
+attention (what ``nmtkit-align`` and the guided-alignment loss read); beam search, which does
+not know ``y_i``, keeps the decoder's own attention.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtkit.data.dictionary import EOS_ID, PAD_ID
-from nmtkit.models.attention import AdditiveAttention, WordAlignmentHead
+from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
@@ -72,7 +75,7 @@ class RNNSearchModel(Seq2SeqModel):
         )
         self.W_s = nn.Linear(h, cfg.layers * h)
         self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)
-        self.align_head = WordAlignmentHead(h, cfg.embed_dim, 2 * h, cfg.attention_dim) if cfg.alignment_head else None
+        self.align_head = AdditiveAttention(h + cfg.embed_dim, 2 * h, cfg.attention_dim) if cfg.alignment_head else None
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         self.decoder = nn.GRU(
             cfg.embed_dim + 2 * h, h, num_layers=cfg.layers, batch_first=True,
@@ -143,7 +146,9 @@ class RNNSearchModel(Seq2SeqModel):
         if self.align_head is None:
             return logits, torch.stack(attns, dim=1)
         target_emb = self.embed_dropout(self.tgt_embed(next_tokens(prev_output_tokens)))
-        return logits, self.align_head(torch.stack(prev_tops, dim=1), target_emb, enc.states, enc.mask)
+        query = torch.cat([torch.stack(prev_tops, dim=1), target_emb], dim=-1)  # [B, T, H + E]: all steps at once
+        _, weights = self.align_head(query, enc.states, enc.mask, self.align_head.precompute_keys(enc.states))
+        return logits, weights
 
 
 def next_tokens(prev_output_tokens: Tensor) -> Tensor:

@@ -140,6 +140,10 @@ def train_pair(steps: Steps, args, work: Path, jobs_spec: dict[str, tuple], fres
         jobs[name] = {"cmd": train_cmd(args, bindir, save, arch, seconds, *extra), "check": False}
     steps.parallel(jobs)
     for name, (_, save, *_) in jobs_spec.items():
+        rc = steps.runs[name].rc
+        if rc not in (0, 124):  # 124: stopped by `timeout`, the budget; anything else failed
+            (steps.dir / f"{name}.json").unlink()  # not a finished step: the next run retries it
+            sys.exit(f"{name}: nmtkit-train exited with {rc}; see {steps.dir / (name + '.log')}")
         if not (save / "checkpoint_last.pt").is_file():
             sys.exit(f"{name}: no {save / 'checkpoint_last.pt'}; see {steps.dir / (name + '.log')}")
         if snapshot and not (save / snapshot).is_file():

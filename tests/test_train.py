@@ -62,6 +62,27 @@ def test_resume_refuses_other_model_options(data_dir, tmp_path):
     assert "hidden_size: checkpoint 96, now 32" in res.output
 
 
+def test_resume_accepts_checkpoint_written_before_an_option_existed(data_dir, tmp_path):
+    """A checkpoint lacks options added to the model later (e.g. rnnsearch's alignment_head);
+    the same command must resume it, the missing options taking their defaults."""
+    import dataclasses
+
+    from nmtkit.models import registry
+
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0
+    last = save / "checkpoint_last.pt"
+    ckpt = torch.load(last, map_location="cpu", weights_only=False)
+    defaults = {f.name: f.default for f in dataclasses.fields(registry.get_model_class(ckpt["model_name"]).Config)
+                if f.default is not dataclasses.MISSING}
+    dropped = next(k for k, v in ckpt["model_config"].items() if defaults.get(k, object()) == v)
+    del ckpt["model_config"][dropped]
+    torch.save(ckpt, last)
+    res = run_train(data_dir, save, "--max-epoch", "2")
+    assert res.exit_code == 0, res.output
+    assert "resuming from" in res.output
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

@@ -159,8 +159,9 @@ class Trainer:
             self._prune_log(0, None)  # a run starting over redoes every update of an old log
             return None
         ckpt = load_checkpoint(last)
-        if ckpt.get("model_name") != self.model_name or ckpt.get("model_config") != asdict(self.cfg):
-            diffs = _config_diff(ckpt.get("model_name"), ckpt.get("model_config") or {}, self.model_name, asdict(self.cfg))
+        saved_cfg = _completed_config(ckpt.get("model_name"), ckpt.get("model_config") or {})
+        if ckpt.get("model_name") != self.model_name or saved_cfg != asdict(self.cfg):
+            diffs = _config_diff(ckpt.get("model_name"), saved_cfg, self.model_name, asdict(self.cfg))
             raise NmtkitError(
                 f"{last} was trained with different model options ({diffs}); use another --save-dir or the same options"
             )
@@ -654,6 +655,17 @@ class Trainer:
                 title=f"{self.opt.arch} on {self.data.pair}",
                 valid_bleu=bleu if any(b is not None for b in bleu) else None,
             )
+
+
+def _completed_config(model_name: Optional[str], saved: dict) -> dict:
+    """A checkpoint's model options with the defaults of options added since it was written
+    (an older checkpoint lacks them), so that resuming it with the same command works."""
+    from nmtkit.models import registry
+
+    try:
+        return asdict(registry.config_from_dict(model_name, saved)) if model_name else saved
+    except NmtkitError:  # unknown model or option: compared as saved, the error lists the differences
+        return saved
 
 
 def _config_diff(name_a, cfg_a: dict, name_b, cfg_b: dict) -> str:  # noqa: ANN001

@@ -10,7 +10,8 @@ of HLT-NAACL 2003 (sure + possible links) with nmtkit's AER (Och & Ney):
   wall-time budget per direction, both trained side by side with ``--threads`` torch threads
   each), then ``nmtkit-align`` forced decoding on the dev pairs: each direction alone, and
   both symmetrized (intersect, union, grow-diag-final-and; and soft-grow-diag-final-and, which
-  averages the two directions' attention first), at ``--align-shift`` 0 and 1;
+  averages the two directions' attention first), at ``--align-shift`` 0 and 1, and (rnnsearch)
+  read off the attention posterior given each target word (``--posterior``);
 * eflomal 2.0.0 (``eflomal-align``, default model 3, both directions) on train + dev
   concatenated, the dev lines' links symmetrized with nmtkit.evaluate.symmetrize;
 * fast_align (systran-align 3.5.0, fast_align's training with ``-d -o`` i.e. favor diagonal +
@@ -36,6 +37,8 @@ import benchlib as bl
 DIRECTIONS = (("en", "fr"), ("fr", "en"))
 KIND_LABEL = {"attention": "", "guided": " guided", "guided-head": " guided + alignment head"}
 SYMS = ("intersect", "union", "grow-diag-final-and", "soft-grow-diag-final-and")  # soft: shift 0 only
+#: Symmetrizations also read off the attention posterior (nmtkit-align --posterior; rnnsearch only).
+POSTERIOR_SYMS = ("intersect", "grow-diag-final-and", "soft-grow-diag-final-and")
 
 
 # -- cached steps ---------------------------------------------------------------------------------
@@ -166,8 +169,9 @@ def train_summary(save: Path, rounds: int = 0) -> dict:
 
 
 def nmtkit_align(steps: Steps, args, work: Path, data: Path, name: str, fwd: Path, rev: Optional[Path],
-                 shift: int, sym: Optional[str]) -> dict:
-    """One nmtkit-align call on the gold dev pairs; returns its --json scores."""
+                 shift: int, sym: Optional[str], posterior: bool = False) -> dict:
+    """One nmtkit-align call on the gold dev pairs (``posterior``: links from the attention
+    posterior, ``--posterior``); returns its --json scores."""
     out = work / "align" / f"{name}.align"
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["nmtkit-align", "--path", fwd, "--source", data / "test.en", "--target", data / "test.fr",
@@ -175,6 +179,8 @@ def nmtkit_align(steps: Steps, args, work: Path, data: Path, name: str, fwd: Pat
            "--threads", str(args.threads), "--json", "-o", out]
     if rev is not None:
         cmd += ["--reverse-path", rev, "--symmetrize", sym]
+    if posterior:
+        cmd.append("--posterior")
     steps.run(f"align-{name}", cmd, stdout=work / "align" / f"{name}.json")
     return json.loads((work / "align" / f"{name}.json").read_text(encoding="utf-8"))
 
@@ -392,21 +398,34 @@ def main() -> None:
                 for sym in SYMS:
                     if shift == 0 or sym == "grow-diag-final-and":
                         nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
+            if args.arch.startswith("rnnsearch"):
+                for sym in POSTERIOR_SYMS:
+                    nmt[("posterior", sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-posterior-{sym}",
+                                                           fwd, rev, 0, sym, posterior=True)
             sums = {d: train_summary(ckpt[d], rnd) for d in ckpt}
             ups = "/".join(f"{sums[d]['updates']:,}" for d in ckpt)
             label = f"nmtkit {args.arch}{KIND_LABEL[kind]}, {rnd * args.train_minutes:g} min ({ups} upd.)"
-            for shift in (0, 1):
+            for shift in (0, 1, "posterior"):
+                if (shift, "grow-diag-final-and") not in nmt:
+                    continue
+                how = "posterior" if shift == "posterior" else f"shift {shift}"
                 d = nmt[(shift, "grow-diag-final-and")]["directions"]
-                rows.append([label, f"en->fr (shift {shift})", *prf(d["source->target"])])
-                rows.append([label, f"fr->en (shift {shift})", *prf(d["target->source"])])
-                rows += [[label, f"{sym} (shift {shift})", *prf(nmt[(shift, sym)])] for sym in SYMS if (shift, sym) in nmt]
+                rows.append([label, f"en->fr ({how})", *prf(d["source->target"])])
+                rows.append([label, f"fr->en ({how})", *prf(d["target->source"])])
+                rows += [[label, f"{sym} ({how})", *prf(nmt[(shift, sym)])] for sym in SYMS if (shift, sym) in nmt]
             wall = round(max(sums[d]["seconds"] for d in ckpt))
             base = {"system": f"nmtkit-{kind}", "arch": args.arch, "round": rnd, "train_wall_s": wall,
                     "updates": {d: sums[d]["updates"] for d in ckpt}}
-            d0 = nmt[(0, "grow-diag-final-and")]["directions"]
-            records += [{**base, "symmetrization": "none (en->fr)", "align_shift": 0, "aer": round(d0["source->target"]["aer"], 4)},
-                        {**base, "symmetrization": "none (fr->en)", "align_shift": 0, "aer": round(d0["target->source"]["aer"], 4)}]
-            records += [{**base, "symmetrization": sym, "align_shift": shift, "aer": round(r["aer"], 4)} for (shift, sym), r in nmt.items()]
+            for reading in (0, "posterior"):
+                if (reading, "grow-diag-final-and") not in nmt:
+                    continue
+                d0 = nmt[(reading, "grow-diag-final-and")]["directions"]
+                how = {"align_shift": 0, "links_from": "posterior" if reading == "posterior" else "attention"}
+                records += [{**base, "symmetrization": "none (en->fr)", **how, "aer": round(d0["source->target"]["aer"], 4)},
+                            {**base, "symmetrization": "none (fr->en)", **how, "aer": round(d0["target->source"]["aer"], 4)}]
+            records += [{**base, "symmetrization": sym, "align_shift": 0 if shift == "posterior" else shift,
+                         "links_from": "posterior" if shift == "posterior" else "attention", "aer": round(r["aer"], 4)}
+                        for (shift, sym), r in nmt.items()]
             # cross-check: the links nmtkit-align wrote score the same with the library call
             gdfa = nmt[(0, "grow-diag-final-and")]["aer"]
             chk = score_file(work / "align" / f"nmtkit{tag}-round{rnd}-shift0-grow-diag-final-and.align", data / "test.gold")

@@ -120,7 +120,7 @@ def run_align(o: dict[str, Any]) -> None:
         torch.set_num_threads(o["threads"])
     aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                       align_shift=o["align_shift"], batch_size=o["batch_size"],
-                                      max_tokens=o["max_tokens"], device=o["device"])
+                                      max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"])
 
     # every input is read and checked before any decoding
     if o["data"] is None:
@@ -165,7 +165,7 @@ def run_align(o: dict[str, Any]) -> None:
             final = scores[-1][1]
             click.echo(json.dumps({
                 "precision": final.precision, "recall": final.recall, "aer": final.aer,
-                "align_shift": o["align_shift"], "symmetrize": method,
+                "align_shift": o["align_shift"], "posterior": o["posterior"], "symmetrize": method,
                 "directions": {name: asdict(r) for name, r in scores},
             }, indent=2))
 
@@ -182,6 +182,10 @@ def run_align(o: dict[str, Any]) -> None:
               help="Read target word t's links from decoder step t+shift (Luong et al. 2015, footnote 14). "
                    "0 is the default because it measured far better for luong_tiny on the sample corpus's gold "
                    "(AER 0.23 vs 0.88): here step t's attention feeds the prediction of word t itself.")
+@click.option("--posterior", is_flag=True,
+              help="Read links off the attention posterior p(a_i=j | y_i) ∝ attention x p(y_i | context h_j) "
+                   "instead of the attention, which is computed before the word it aligns is known (rnnsearch; "
+                   "costs one output layer per target x source position).")
 @click.option("--gold", default=None, metavar="FILE", help="Gold links (i-j sure, i?j possible): print precision, recall, AER.")
 @click.option("--sure", default=None, metavar="FILE", help="Gold sure links (i-j), instead of --gold.")
 @click.option("--possible", default=None, metavar="FILE", help="Gold possible links (i-j), with --sure.")

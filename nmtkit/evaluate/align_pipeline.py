@@ -125,22 +125,26 @@ def length_batches(pairs: Sequence[PreparedPair], batch_size: Optional[int],
 def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_shift: int,
                 batch_size: Optional[int] = 64, max_tokens: Optional[int] = None,
                 device: torch.device | str | None = None, keep_attention: Iterable[int] = (),
-                on_batch: Optional[Callable[[int], None]] = None, token_links: bool = False) -> list[AlignedPair]:
+                on_batch: Optional[Callable[[int], None]] = None, token_links: bool = False,
+                posterior: bool = False) -> list[AlignedPair]:
     """Force-decode every pair and read one link per target word off the attention.
 
     Results are in input order.  ``keep_attention``: indices of pairs whose word-level
     attention matrix is returned too (for plots; keeping all of them would cost memory).
     ``on_batch(n)`` is called after each batch of ``n`` sentences (progress display).
     ``token_links``: also read links between the model's tokens (``AlignedPair.token_links``).
+    ``posterior``: read links off the attention posterior given each target word, not the
+    attention (:mod:`nmtkit.models.posterior`; only with ``align_shift`` 0).
     """
     if not model.has_attention:
         raise NmtkitError(f"{', '.join(model.names)}: model has no attention, so it cannot align words")
+    check_posterior_options(model, posterior, align_shift)
     keep = set(keep_attention)
     out: list[Optional[AlignedPair]] = [None] * len(pairs)
     for idx in length_batches(pairs, batch_size, max_tokens):
         src, slen = collate([pairs[i].src.ids for i in idx], device)
         tgt, tlen = collate([pairs[i].tgt.ids for i in idx], device)
-        for i, res in zip(idx, score_references(model, src, slen, tgt, tlen)):
+        for i, res in zip(idx, score_references(model, src, slen, tgt, tlen, posterior)):
             if res.attention is None:
                 raise NmtkitError(f"{', '.join(model.names)}: model returned no attention")
             p = pairs[i]
@@ -153,6 +157,18 @@ def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_sh
         if on_batch is not None:
             on_batch(len(idx))
     return out  # type: ignore[return-value]
+
+
+def check_posterior_options(model: EnsembleModel, posterior: bool, align_shift: int) -> None:
+    """The attention posterior exists for models that compute it, and it is already the link of
+    the word it was computed for, so it is not shifted."""
+    if not posterior:
+        return
+    if not model.has_posterior:
+        raise NmtkitError(f"{', '.join(model.names)}: the attention posterior (--posterior) is computed by "
+                          "rnnsearch models only")
+    if align_shift:
+        raise NmtkitError("--posterior reads each target word's own posterior: use it with --align-shift 0")
 
 
 def flip(links: Iterable[Link]) -> list[Link]:

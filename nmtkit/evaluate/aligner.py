@@ -17,8 +17,9 @@ import torch
 
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import AERResult, alignment_error_rate
-from nmtkit.evaluate.align_pipeline import (AlignedPair, Link, PreparedPair, build_lexicon, count_word_pairs, flip,
-                                            force_align, prepare_corpus)
+from nmtkit.evaluate.align_pipeline import (AlignedPair, Link, PreparedPair, build_lexicon,
+                                            check_posterior_options, count_word_pairs, flip, force_align,
+                                            prepare_corpus)
 from nmtkit.evaluate.symmetrize import (ALL_METHODS, SOFT_METHODS, check_symmetrize_options, soft_symmetrize,
                                         symmetrize as combine)
 from nmtkit.generate.ensemble import EnsembleModel
@@ -54,10 +55,14 @@ class Aligner:
     def __init__(self, model: EnsembleModel, ckpt: dict[str, Any], device: torch.device, *,
                  reverse_model: Optional[EnsembleModel] = None, reverse_ckpt: Optional[dict[str, Any]] = None,
                  symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
-                 max_tokens: Optional[int] = None) -> None:
+                 max_tokens: Optional[int] = None, posterior: bool = False) -> None:
         from nmtkit.checkpoint import pipelines_from_checkpoint
 
         check_symmetrize_options(symmetrize, reverse_model is not None)
+        for m in (model, reverse_model):
+            if m is not None:
+                check_posterior_options(m, posterior, align_shift)
+        self.posterior = posterior
         self.model, self.ckpt, self.device = model, ckpt, device
         self.reverse_model, self.reverse_ckpt = reverse_model, reverse_ckpt
         self.method = (symmetrize or DEFAULT_SYMMETRIZATION) if reverse_model is not None else None
@@ -68,11 +73,13 @@ class Aligner:
     def from_checkpoint(cls, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *,
                         reverse_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], None] = None,
                         symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
-                        max_tokens: Optional[int] = None, device: Union[str, torch.device, None] = None) -> "Aligner":
+                        max_tokens: Optional[int] = None, device: Union[str, torch.device, None] = None,
+                        posterior: bool = False) -> "Aligner":
         """Load the source->target checkpoint(s) and, if given, the target->source ones.
 
         ``symmetrize`` (with ``reverse_path``): intersect, union, grow-diag-final or
         grow-diag-final-and (the default).  ``align_shift``: read target word t's links from step t+shift.
+        ``posterior``: read links off the attention posterior given each target word (rnnsearch).
         """
         from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
         from nmtkit.utils.device import parse_device
@@ -90,7 +97,7 @@ class Aligner:
             rev_ckpt = rev_ckpts[0]
             check_reverse(ckpts[0], rev_ckpt, rev)
         return cls(model, ckpts[0], dev, reverse_model=rev_model, reverse_ckpt=rev_ckpt, symmetrize=symmetrize,
-                   align_shift=align_shift, batch_size=batch_size, max_tokens=max_tokens)
+                   align_shift=align_shift, batch_size=batch_size, max_tokens=max_tokens, posterior=posterior)
 
     # -- inputs -------------------------------------------------------------------------------
     def read_split(self, data_dir: Union[str, os.PathLike], split: str) -> tuple[list[str], list[str], str, str]:
@@ -211,7 +218,7 @@ class Aligner:
             return force_align(model, pairs, align_shift=self.align_shift, batch_size=self.batch_size,
                                max_tokens=self.max_tokens, device=self.device, keep_attention=keep,
                                on_batch=(lambda n: progress.advance(task, n)) if progress is not None else None,
-                               token_links=token_links)
+                               token_links=token_links, posterior=self.posterior)
 
 
 def check_reverse(fwd_ckpt: dict[str, Any], rev_ckpt: dict[str, Any], rev_path: str) -> None:

@@ -91,6 +91,10 @@ class EnsembleModel(nn.Module):
         return any(getattr(m, "has_attention", True) for m in self.models)
 
     @property
+    def has_posterior(self) -> bool:
+        return all(getattr(m, "has_posterior", False) for m in self.models)
+
+    @property
     def shares_encoder_rows(self) -> bool:
         """Every member decodes ``g`` rows per encoded sentence (beam search keeps one encoder copy)."""
         return all(getattr(m, "shares_encoder_rows", False) for m in self.models)
@@ -138,13 +142,22 @@ class EnsembleModel(nn.Module):
 
     # -- teacher forcing ---------------------------------------------------------------
     def forward_log_probs(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor,
+        posterior_targets: Optional[Tensor] = None,
     ) -> tuple[Tensor, Optional[Tensor]]:
         """All steps at once via each member's ``forward``: (log-probs ``[B, T, V]``,
-        attention ``[B, T, S]`` or None), combined like :meth:`decode_step`."""
+        attention ``[B, T, S]`` or None), combined like :meth:`decode_step`.  With
+        ``posterior_targets`` (the words emitted, ``[B, T]``) the attention is each member's
+        attention posterior (:meth:`Seq2SeqModel.forward_with_posterior`), averaged."""
+        if posterior_targets is not None and not self.has_posterior:
+            raise NmtkitError(f"{', '.join(self.names)}: only models with has_posterior (rnnsearch) "
+                              "compute an attention posterior")
         lps, attns = [], []
         for m in self.models:
-            logits, a = m(src_tokens, src_lengths, prev_output_tokens)
+            if posterior_targets is not None:
+                logits, a = m.forward_with_posterior(src_tokens, src_lengths, prev_output_tokens, posterior_targets)
+            else:
+                logits, a = m(src_tokens, src_lengths, prev_output_tokens)
             lps.append(torch.log_softmax(logits.float(), dim=-1))
             attns.append(a)
         return mean_log_probs(lps), mean_attention(attns)

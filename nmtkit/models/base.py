@@ -82,6 +82,8 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     has_attention: ClassVar[bool] = True
     #: True when decode_step accepts ``g`` rows per encoded sentence (see the module docstring).
     shares_encoder_rows: ClassVar[bool] = False
+    #: True when :meth:`forward_with_posterior` is implemented (see nmtkit.models.posterior).
+    has_posterior: ClassVar[bool] = False
 
     def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__()
@@ -110,6 +112,14 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
     ) -> tuple[Tensor, Optional[Tensor]]:
         """Teacher-forced pass: (logits ``[B, T, V]``, attention ``[B, T, S]`` or None)."""
+
+    def forward_with_posterior(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Teacher-forced pass that also knows the words emitted (``targets`` ``[B, T]``, i.e.
+        ``y_1 .. </s>``): (logits ``[B, T, V]``, attention posterior ``[B, T, S]``); only where
+        ``has_posterior`` (see :mod:`nmtkit.models.posterior`)."""
+        raise NotImplementedError(f"{self.model_name} does not compute an attention posterior")
 
     # -- shared ----------------------------------------------------------------------
     def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtkit.data.dictionary import EOS_ID, PAD_ID
@@ -33,6 +34,7 @@ from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
 
@@ -64,6 +66,7 @@ class RNNSearchModel(Seq2SeqModel):
 
     Config = RNNSearchConfig
     shares_encoder_rows = True
+    has_posterior = True
 
     def __init__(self, cfg: RNNSearchConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__(cfg, src_dict, tgt_dict)
@@ -117,8 +120,7 @@ class RNNSearchModel(Seq2SeqModel):
         else:  # g hypotheses of one sentence attend to its states together (beam search)
             context, weights = self.attention(top.view(-1, g, top.size(1)), enc.states, enc.mask, enc.extra["keys"])
             context, weights = context.reshape(top.size(0), -1), weights.reshape(top.size(0), -1)
-        t_pre = self.deep_output(torch.cat([top, emb, context], dim=-1))
-        t = t_pre.view(t_pre.size(0), -1, 2).max(dim=-1).values
+        t = maxout(self.deep_output(torch.cat([top, emb, context], dim=-1)))
         _, s_new, _ = rnn_step(self.decoder, torch.cat([emb, context], dim=-1), s_prev)
         return t, weights, {"s": s_new}
 
@@ -129,9 +131,12 @@ class RNNSearchModel(Seq2SeqModel):
         logits = self.project_output(self.output_dropout(t))
         return torch.log_softmax(logits, dim=-1), weights, new_state
 
-    def forward(
+    def _teacher_forced(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
-    ) -> tuple[Tensor, Optional[Tensor]]:
+    ) -> tuple[EncoderOutput, Tensor, Tensor, Tensor, Tensor]:
+        """All steps given the previous words -> (encoder output, embedded inputs ``[B, T, E]``,
+        previous top states ``s_{i-1}`` ``[B, T, H]``, maxout outputs ``t_i`` ``[B, T, M]``,
+        decoder attention ``[B, T, S]``)."""
         enc = self.encode(src_tokens, src_lengths)
         state = self.init_decoder_state(enc)
         emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
@@ -142,14 +147,38 @@ class RNNSearchModel(Seq2SeqModel):
             t, weights, state = self._step(emb_i, state, enc)
             outs.append(t)
             attns.append(weights)
-        logits = self.output_projection(self.output_dropout(torch.stack(outs, dim=1)))
+        return enc, emb, torch.stack(prev_tops, dim=1), torch.stack(outs, dim=1), torch.stack(attns, dim=1)
+
+    def forward(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+    ) -> tuple[Tensor, Optional[Tensor]]:
+        enc, _, prev_tops, outs, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
+        logits = self.output_projection(self.output_dropout(outs))
         if self.align_head is None:
-            return logits, torch.stack(attns, dim=1)
+            return logits, attn
         target_emb = self.embed_dropout(self.tgt_embed(next_tokens(prev_output_tokens)))
-        query = torch.cat([torch.stack(prev_tops, dim=1), target_emb], dim=-1)  # [B, T, H + E]: all steps at once
+        query = torch.cat([prev_tops, target_emb], dim=-1)  # [B, T, H + E]: all steps at once
         _, weights = self.align_head(query, enc.states, enc.mask, self.align_head.precompute_keys(enc.states))
         return logits, weights
 
+    def forward_with_posterior(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        # t~_i = U_o s_{i-1} + V_o E y_{i-1} + C_o c_i: the C_o part is linear in the context
+        enc, emb, prev_tops, outs, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
+        logits = self.output_projection(self.output_dropout(outs))
+        split = prev_tops.size(-1) + emb.size(-1)
+        w = self.deep_output.weight
+        query_part = F.linear(torch.cat([prev_tops, emb], dim=-1), w[:, :split], self.deep_output.bias)
+        context_part = F.linear(enc.states, w[:, split:])
+        loglik = context_log_likelihoods(query_part, context_part, lambda x: self.output_projection(maxout(x)),
+                                         targets, src_lengths)
+        return logits, attention_posterior(attn, loglik, enc.mask)
+
+
+def maxout(x: Tensor) -> Tensor:
+    """Max over consecutive pairs of the last dimension (pool size 2): ``[..., 2M] -> [..., M]``."""
+    return x.view(*x.shape[:-1], -1, 2).max(dim=-1).values
 
 def next_tokens(prev_output_tokens: Tensor) -> Tensor:
     """``<s> y_1 .. y_{n-1}`` (right-padded) -> ``y_1 .. y_{n-1} </s>``: the word each step emits."""

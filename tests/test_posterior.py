@@ -1,0 +1,128 @@
+"""Attention posteriors (nmtkit-align --posterior): the math, its padding behaviour, and the refusals."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from nmtkit.cli.align import command as align
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.models import build_model, resolve_config
+from nmtkit.models import posterior as posterior_mod
+from nmtkit.models.rnnsearch import maxout, next_tokens
+from tests.conftest import make_checkpoint, write
+
+SRC = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])
+SLEN = torch.tensor([4, 3])
+PREV = torch.tensor([[1, 10, 11, 12], [1, 13, 0, 0]])
+
+
+def rnnsearch(**overrides):  # noqa: ANN201
+    d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(20)])
+    torch.manual_seed(0)
+    name, cfg = resolve_config("rnnsearch_tiny", overrides)
+    return build_model(name, cfg, d, d).eval()
+
+
+def brute_force_posterior(model, src, slen, prev) -> torch.Tensor:  # noqa: ANN001
+    """Bayes' rule spelled out: for each target step i and source position j, the output layer
+    with the context replaced by h_j, times the decoder's attention, normalised over j."""
+    targets = next_tokens(prev)
+    enc, emb, tops, _, attn = model._teacher_forced(src, slen, prev)
+    out = torch.zeros_like(attn)
+    for b in range(src.size(0)):
+        s = int(slen[b])
+        for i in range(prev.size(1)):
+            scores = []
+            for j in range(s):
+                t = maxout(model.deep_output(torch.cat([tops[b, i], emb[b, i], enc.states[b, j]])))
+                logp = torch.log_softmax(model.output_projection(t), dim=-1)[targets[b, i]]
+                scores.append(logp + attn[b, i, j].log())
+            out[b, i, :s] = torch.softmax(torch.stack(scores), dim=0)
+    return out
+
+
+@pytest.mark.parametrize("chunk", [posterior_mod.CHUNK_FLOATS, 1])  # 1: one target position per chunk
+def test_posterior_is_prior_times_likelihood_normalised(monkeypatch, chunk):
+    monkeypatch.setattr(posterior_mod, "CHUNK_FLOATS", chunk)
+    model = rnnsearch()
+    with torch.no_grad():
+        logits, post = model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))
+        logits_f, attn = model(SRC, SLEN, PREV)
+        torch.testing.assert_close(logits, logits_f)  # the scores are those of forward
+        torch.testing.assert_close(post, brute_force_posterior(model, SRC, SLEN, PREV))
+    assert not torch.allclose(post, attn)  # it is not the attention itself
+    torch.testing.assert_close(post.sum(-1), torch.ones(2, 4))
+    assert post[1, :, 3].abs().max() == 0  # padding gets exactly nothing
+
+
+def test_posterior_of_a_sentence_does_not_depend_on_its_batch():
+    model = rnnsearch()
+    with torch.no_grad():
+        _, both = model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))
+        _, alone = model.forward_with_posterior(SRC[1:, :3], SLEN[1:], PREV[1:, :2], next_tokens(PREV[1:, :2]))
+    torch.testing.assert_close(both[1, :2, :3], alone[0])
+
+
+def test_posterior_depends_on_the_word_being_aligned():
+    model = rnnsearch()
+    other = PREV.clone()
+    other[0, 2] = 15  # y_2 changes: its own row (row 1) changes, the row before does not
+    with torch.no_grad():
+        _, a = model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))
+        _, b = model.forward_with_posterior(SRC, SLEN, other, next_tokens(other))
+    assert not torch.allclose(a[0, 1], b[0, 1]) and torch.allclose(a[0, 0], b[0, 0])
+
+
+@pytest.fixture
+def pair_files(tmp_path: Path) -> tuple[Path, Path]:
+    return write(tmp_path / "s.en", "the cat sees a dog .\nthe man sleeps .\n"), \
+        write(tmp_path / "t.de", "die Katze sieht einen Hund .\nder Mann schläft .\n")
+
+
+def test_align_posterior_cli_writes_one_link_per_target_word(tmp_path, pair_files):
+    ckpt = make_checkpoint(tmp_path / "rs.pt", arch="rnnsearch_tiny")
+    src, tgt = pair_files
+    out = tmp_path / "links"
+    res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(src), "--target", str(tgt), "--posterior",
+                                     "-o", str(out), "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    lines = out.read_text().splitlines()
+    assert [len(line.split()) for line in lines] == [6, 4]  # every target word gets its link
+
+
+@pytest.mark.parametrize("arch, extra, message", [
+    ("luong_tiny", [], "computed by rnnsearch models only"),
+    ("rnnsearch_tiny", ["--align-shift", "1"], "use it with --align-shift 0"),
+])
+def test_align_posterior_refusals_are_one_line(tmp_path, pair_files, arch, extra, message):
+    ckpt = make_checkpoint(tmp_path / "m.pt", arch=arch)
+    src, tgt = pair_files
+    out = tmp_path / "links"
+    res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(src), "--target", str(tgt), "--posterior",
+                                     "-o", str(out), *extra])
+    assert res.exit_code == 1
+    msg = res.output.strip()
+    assert msg.startswith("nmtkit-align: error: ") and "\n" not in msg and message in msg, msg
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_posterior_aligns_better_than_the_attention_on_the_sample_corpus(tmp_path):
+    """The same trained rnnsearch_tiny aligned twice: the posterior knows the word it aligns."""
+    from tests.conftest import train_sample_model
+
+    root = train_sample_model(tmp_path, n_test=100, max_update=150)
+    raw, ckpt = root / "raw", root / "ckpt" / "checkpoint_last.pt"
+    aer = {}
+    for label, extra in (("attention", []), ("posterior", ["--posterior"])):
+        res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(raw / "test.en"), "--target",
+                                         str(raw / "test.de"), "--gold", str(raw / "test.align"), "--json",
+                                         "--device", "cpu", *extra])
+        assert res.exit_code == 0, res.output
+        aer[label] = json.loads(res.stdout)["aer"]
+    print(f"AER attention {aer['attention']:.3f}, posterior {aer['posterior']:.3f}")
+    assert aer["posterior"] < aer["attention"] - 0.05, aer

@@ -37,7 +37,7 @@ import benchlib as bl
 DIRECTIONS = (("en", "fr"), ("fr", "en"))
 KIND_LABEL = {"attention": "", "guided": " guided", "guided-head": " guided + alignment head"}
 SYMS = ("intersect", "union", "grow-diag-final-and", "soft-grow-diag-final-and")  # soft: shift 0 only
-#: Symmetrizations also read off the attention posterior (nmtkit-align --posterior; rnnsearch only).
+#: Symmetrizations also read off the attention posterior (nmtkit-align --posterior; rnnsearch and luong).
 POSTERIOR_SYMS = ("intersect", "grow-diag-final-and", "soft-grow-diag-final-and")
 
 
@@ -398,7 +398,7 @@ def main() -> None:
                 for sym in SYMS:
                     if shift == 0 or sym == "grow-diag-final-and":
                         nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
-            if args.arch.startswith("rnnsearch"):
+            if not args.arch.startswith("rnnencdec"):
                 for sym in POSTERIOR_SYMS:
                     nmt[("posterior", sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-posterior-{sym}",
                                                            fwd, rev, 0, sym, posterior=True)

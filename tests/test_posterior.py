@@ -20,35 +20,57 @@ SLEN = torch.tensor([4, 3])
 PREV = torch.tensor([[1, 10, 11, 12], [1, 13, 0, 0]])
 
 
-def rnnsearch(**overrides):  # noqa: ANN201
+#: Every model with an attention posterior, and the attention variants whose prior differs.
+MODELS = {
+    "rnnsearch": ("rnnsearch_tiny", {}),
+    "luong-global-feed": ("luong_tiny", {}),
+    "luong-no-feed": ("luong_tiny", {"input_feeding": False, "score": "concat"}),
+    "luong-local-p": ("luong_tiny", {"attention": "local-p", "window": 1}),
+    "luong-bidir-location": ("luong_tiny", {"score": "location", "encoder_bidirectional": True}),
+}
+
+
+def build(arch: str = "rnnsearch_tiny", **overrides):  # noqa: ANN201
     d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(20)])
     torch.manual_seed(0)
-    name, cfg = resolve_config("rnnsearch_tiny", overrides)
+    name, cfg = resolve_config(arch, {"dropout": 0.0, **overrides} if arch.startswith("luong") else overrides)
     return build_model(name, cfg, d, d).eval()
+
+
+def output_log_probs_with_context(model, b: int, i: int, context: torch.Tensor, parts) -> torch.Tensor:  # noqa: ANN001
+    """The model's output distribution at step i of sentence b with the context vector given,
+    written the way each paper writes its output layer."""
+    if model.model_name == "rnnsearch":
+        _, emb, tops, _, _ = parts
+        t = maxout(model.deep_output(torch.cat([tops[b, i], emb[b, i], context])))
+        return torch.log_softmax(model.output_projection(t), dim=-1)
+    _, top, _, _ = parts
+    htilde = torch.tanh(model.W_c(torch.cat([context, top[b, i]])))
+    return torch.log_softmax(model.output_projection(htilde), dim=-1)
 
 
 def brute_force_posterior(model, src, slen, prev) -> torch.Tensor:  # noqa: ANN001
     """Bayes' rule spelled out: for each target step i and source position j, the output layer
     with the context replaced by h_j, times the decoder's attention, normalised over j."""
     targets = next_tokens(prev)
-    enc, emb, tops, _, attn = model._teacher_forced(src, slen, prev)
+    parts = model._teacher_forced(src, slen, prev)
+    enc, attn = parts[0], parts[-1]
     out = torch.zeros_like(attn)
     for b in range(src.size(0)):
         s = int(slen[b])
         for i in range(prev.size(1)):
-            scores = []
-            for j in range(s):
-                t = maxout(model.deep_output(torch.cat([tops[b, i], emb[b, i], enc.states[b, j]])))
-                logp = torch.log_softmax(model.output_projection(t), dim=-1)[targets[b, i]]
-                scores.append(logp + attn[b, i, j].log())
+            scores = [output_log_probs_with_context(model, b, i, enc.states[b, j], parts)[targets[b, i]]
+                      + attn[b, i, j].clamp_min(torch.finfo(torch.float32).tiny).log() for j in range(s)]
             out[b, i, :s] = torch.softmax(torch.stack(scores), dim=0)
     return out
 
 
 @pytest.mark.parametrize("chunk", [posterior_mod.CHUNK_FLOATS, 1])  # 1: one target position per chunk
-def test_posterior_is_prior_times_likelihood_normalised(monkeypatch, chunk):
+@pytest.mark.parametrize("variant", MODELS)
+def test_posterior_is_prior_times_likelihood_normalised(monkeypatch, chunk, variant):
     monkeypatch.setattr(posterior_mod, "CHUNK_FLOATS", chunk)
-    model = rnnsearch()
+    arch, overrides = MODELS[variant]
+    model = build(arch, **overrides)
     with torch.no_grad():
         logits, post = model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))
         logits_f, attn = model(SRC, SLEN, PREV)
@@ -57,10 +79,12 @@ def test_posterior_is_prior_times_likelihood_normalised(monkeypatch, chunk):
     assert not torch.allclose(post, attn)  # it is not the attention itself
     torch.testing.assert_close(post.sum(-1), torch.ones(2, 4))
     assert post[1, :, 3].abs().max() == 0  # padding gets exactly nothing
+    if variant == "luong-local-p":  # outside the window the prior is 0, and so is the posterior
+        assert ((attn == 0) <= (post < 1e-20)).all()
 
 
 def test_posterior_of_a_sentence_does_not_depend_on_its_batch():
-    model = rnnsearch()
+    model = build()
     with torch.no_grad():
         _, both = model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))
         _, alone = model.forward_with_posterior(SRC[1:, :3], SLEN[1:], PREV[1:, :2], next_tokens(PREV[1:, :2]))
@@ -68,7 +92,7 @@ def test_posterior_of_a_sentence_does_not_depend_on_its_batch():
 
 
 def test_posterior_depends_on_the_word_being_aligned():
-    model = rnnsearch()
+    model = build()
     other = PREV.clone()
     other[0, 2] = 15  # y_2 changes: its own row (row 1) changes, the row before does not
     with torch.no_grad():
@@ -95,7 +119,7 @@ def test_align_posterior_cli_writes_one_link_per_target_word(tmp_path, pair_file
 
 
 @pytest.mark.parametrize("arch, extra, message", [
-    ("luong_tiny", [], "computed by rnnsearch models only"),
+    ("rnnencdec_tiny", [], "computed by rnnsearch and luong models with attention only"),
     ("rnnsearch_tiny", ["--align-shift", "1"], "use it with --align-shift 0"),
 ])
 def test_align_posterior_refusals_are_one_line(tmp_path, pair_files, arch, extra, message):

@@ -184,7 +184,7 @@ def run_align(o: dict[str, Any]) -> None:
                    "(AER 0.23 vs 0.88): here step t's attention feeds the prediction of word t itself.")
 @click.option("--posterior", is_flag=True,
               help="Read links off the attention posterior p(a_i=j | y_i) ∝ attention x p(y_i | context h_j) "
-                   "instead of the attention, which is computed before the word it aligns is known (rnnsearch; "
+                   "instead of the attention, which is computed before the word it aligns is known (rnnsearch, luong; "
                    "costs one output layer per target x source position).")
 @click.option("--gold", default=None, metavar="FILE", help="Gold links (i-j sure, i?j possible): print precision, recall, AER.")
 @click.option("--sure", default=None, metavar="FILE", help="Gold sure links (i-j), instead of --gold.")

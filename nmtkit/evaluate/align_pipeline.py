@@ -166,7 +166,7 @@ def check_posterior_options(model: EnsembleModel, posterior: bool, align_shift: 
         return
     if not model.has_posterior:
         raise NmtkitError(f"{', '.join(model.names)}: the attention posterior (--posterior) is computed by "
-                          "rnnsearch models only")
+                          "rnnsearch and luong models with attention only")
     if align_shift:
         raise NmtkitError("--posterior reads each target word's own posterior: use it with --align-shift 0")
 

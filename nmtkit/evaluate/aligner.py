@@ -79,7 +79,7 @@ class Aligner:
 
         ``symmetrize`` (with ``reverse_path``): intersect, union, grow-diag-final or
         grow-diag-final-and (the default).  ``align_shift``: read target word t's links from step t+shift.
-        ``posterior``: read links off the attention posterior given each target word (rnnsearch).
+        ``posterior``: read links off the attention posterior given each target word (rnnsearch, luong).
         """
         from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
         from nmtkit.utils.device import parse_device

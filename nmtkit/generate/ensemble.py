@@ -150,8 +150,8 @@ class EnsembleModel(nn.Module):
         ``posterior_targets`` (the words emitted, ``[B, T]``) the attention is each member's
         attention posterior (:meth:`Seq2SeqModel.forward_with_posterior`), averaged."""
         if posterior_targets is not None and not self.has_posterior:
-            raise NmtkitError(f"{', '.join(self.names)}: only models with has_posterior (rnnsearch) "
-                              "compute an attention posterior")
+            raise NmtkitError(f"{', '.join(self.names)}: only models with has_posterior (rnnsearch, "
+                              "luong with attention) compute an attention posterior")
         lps, attns = [], []
         for m in self.models:
             if posterior_targets is not None:

@@ -43,6 +43,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
+from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
 
@@ -99,6 +100,7 @@ class LuongModel(Seq2SeqModel):
     def __init__(self, cfg: LuongConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__(cfg, src_dict, tgt_dict)
         self.has_attention = cfg.attention != "none"
+        self.has_posterior = self.has_attention
         self.input_feeding = cfg.input_feeding
         h = cfg.hidden_size
         self.bidirectional = cfg.encoder_bidirectional
@@ -197,8 +199,11 @@ class LuongModel(Seq2SeqModel):
         attn = weights.squeeze(1) if weights is not None else None
         return torch.log_softmax(logits, dim=-1), attn, new_state
 
-    def _feed_loop(self, emb: Tensor, state: DecoderState, enc: EncoderOutput) -> tuple[Tensor, Optional[Tensor]]:
-        """Teacher-forced input-feeding decoder over all steps (see the module docstring):
+    def _feed_loop(
+        self, emb: Tensor, state: DecoderState, enc: EncoderOutput
+    ) -> tuple[Tensor, Optional[Tensor], Tensor]:
+        """Teacher-forced input-feeding decoder over all steps -> (h~ ``[B, T, H]``, attention,
+        top decoder states ``h_t`` ``[B, T, H]``) (see the module docstring):
         the same computation as repeated :meth:`_step` calls, with the embedding half of
         the first layer's input projected once for all steps and no per-step concatenation."""
         rnn, layers = self.decoder, self.cfg.layers
@@ -217,7 +222,7 @@ class LuongModel(Seq2SeqModel):
         layer_drop = rnn.dropout if (rnn.training and rnn.dropout > 0) else 0.0
         # target step of each query (local-m centres its window on it), made once, not per step
         all_steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
-        outs, attns = [], []
+        outs, attns, tops = [], [], []
         for t in range(tgt_len):
             # out of place: under autocast addmm casts its operands, an in-place addmm_ would not
             gates = torch.addmm(torch.addmm(pre_steps[t], self.embed_dropout(feed), w_feed), hs[0], w_rec)
@@ -238,18 +243,21 @@ class LuongModel(Seq2SeqModel):
             feed = htilde.squeeze(1)
             outs.append(htilde)
             attns.append(weights)
+            tops.append(inp)
         attn = torch.cat(attns, dim=1) if self.has_attention else None
-        return torch.cat(outs, dim=1), attn
+        return torch.cat(outs, dim=1), attn, torch.stack(tops, dim=1)
 
-    def forward(
+    def _teacher_forced(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
-    ) -> tuple[Tensor, Optional[Tensor]]:
+    ) -> tuple[EncoderOutput, Tensor, Tensor, Optional[Tensor]]:
+        """All steps given the previous words -> (encoder output, top decoder states ``h_t``
+        ``[B, T, H]``, attentional states h~ ``[B, T, H]``, attention ``[B, T, S]`` or None)."""
         enc = self.encode(src_tokens, src_lengths)
         state = self.init_decoder_state(enc)
         emb = self.tgt_embed(prev_output_tokens)  # [B, T, E]
         if self.input_feeding:
             # h~_{t-1} feeds step t, so the decoder must run one step at a time.
-            htilde, attn = self._feed_loop(emb, state, enc)
+            htilde, attn, top = self._feed_loop(emb, state, enc)
         else:
             top, _ = self.decoder(
                 self.embed_dropout(emb), (layers_first(state["h"]), layers_first(state["c"]))
@@ -257,4 +265,23 @@ class LuongModel(Seq2SeqModel):
             bsz, tgt_len = prev_output_tokens.shape
             steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
             htilde, attn = self._attend(top, enc, steps)
+        return enc, top, htilde, attn
+
+    def forward(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+    ) -> tuple[Tensor, Optional[Tensor]]:
+        _, _, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
         return self.output_projection(self.output_dropout(htilde)), attn
+
+    def forward_with_posterior(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        # h~_t = tanh(W_c [c_t; h_t]): the W_c columns of c_t are linear in the context
+        if not self.has_attention:
+            raise NotImplementedError("a model without attention has no attention posterior")
+        enc, top, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
+        logits = self.output_projection(self.output_dropout(htilde))
+        w, split = self.W_c.weight, enc.states.size(-1)
+        loglik = context_log_likelihoods(F.linear(top, w[:, split:]), F.linear(enc.states, w[:, :split]),
+                                         lambda x: self.output_projection(torch.tanh(x)), targets, src_lengths)
+        return logits, attention_posterior(attn, loglik, enc.mask)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Hansards alignment recipe: normalize -> eflomal links -> preprocess -> train en->fr and fr->en
-# side by side (one core each) -> align the 100 gold pairs, both directions symmetrized -> AER.
+# side by side (one core each) -> align the 100 gold pairs, both directions symmetrized, from the
+# attention and from the attention posterior (--posterior) -> AER.
 #
 #   bash examples/hansards/run.sh                 # attention models, 2 hours of training each
 #   GUIDED=1 bash examples/hansards/run.sh        # guided by eflomal's links (--guided-alignment-weight 1)
@@ -70,8 +71,12 @@ for dir in en-fr fr-en; do  # one core each; an interrupted run resumes checkpoi
 done
 wait
 
-for sym in intersect grow-diag-final-and soft-grow-diag-final-and; do
-    nmtkit-align --path "$WORK/ckpt-en-fr$TAG$HTAG/checkpoint_last.pt" --reverse-path "$WORK/ckpt-fr-en$TAG$HTAG/checkpoint_last.pt" \
-        --symmetrize $sym --source "$D/test.en" --target "$D/test.fr" --gold "$D/test.gold" \
-        -o "$WORK/test$TAG$HTAG.$sym.align" 2>&1 | tee "$WORK/aer$TAG$HTAG.$sym.txt"
+# links from the attention, then from the attention posterior given each word (--posterior)
+for reading in attention posterior; do
+    flag=(); [ $reading = posterior ] && flag=(--posterior)
+    for sym in intersect grow-diag-final-and soft-grow-diag-final-and; do
+        nmtkit-align --path "$WORK/ckpt-en-fr$TAG$HTAG/checkpoint_last.pt" --reverse-path "$WORK/ckpt-fr-en$TAG$HTAG/checkpoint_last.pt" \
+            "${flag[@]}" --symmetrize $sym --source "$D/test.en" --target "$D/test.fr" --gold "$D/test.gold" \
+            -o "$WORK/test$TAG$HTAG.$reading.$sym.align" 2>&1 | tee "$WORK/aer$TAG$HTAG.$reading.$sym.txt"
+    done
 done

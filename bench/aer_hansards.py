@@ -118,6 +118,35 @@ def preprocess(steps: Steps, args, data: Path, work: Path, alignfiles: dict[str,
     steps.parallel(jobs)
 
 
+PROBE_COLUMNS = ["candidate", "params", "updates", "train ppl", "tok/s", "links from", "precision", "recall", "AER"]
+
+
+def parse_probe(cfg: str) -> tuple[str, list[str], tuple[str, ...]]:
+    """``"ARCH [train flags] [| preprocess flags]"`` -> (arch, train flags, preprocess flags)."""
+    train_part, _, pre_part = cfg.partition("|")
+    words = shlex.split(train_part)
+    if not words:
+        sys.exit(f"--probe entry {cfg!r} names no architecture")
+    return words[0], words[1:], tuple(shlex.split(pre_part))
+
+
+def probe_data(steps: Steps, args, data: Path, work: Path, alignfiles: dict[str, Path],
+               variants: set[tuple[str, ...]]) -> dict[tuple[str, ...], Path]:
+    """en->fr data directories of the probe: the main one for ``()``, else one per set of
+    preprocess flags (replacing ``--bpe subword-nmt --bpe-merges N``), built side by side."""
+    dirs, jobs = {(): work / "bin-en-fr"}, {}
+    for pre in sorted(variants - {()}):
+        tag = "".join(c if c.isalnum() else "-" for c in "-".join(pre)).strip("-")
+        dirs[pre] = work / f"bin-en-fr-probe-{tag}"
+        jobs[f"preprocess-probe-{tag}"] = {"cmd": [
+            "nmtkit-preprocess", "-s", "en", "-t", "fr", "--trainpref", data / "train", "--validpref", data / "valid",
+            "--testpref", data / "test", *pre, "--alignfile", alignfiles["en-fr"], "--max-len", str(args.max_len),
+            "--workers", "1", "--destdir", dirs[pre], "--overwrite"]}
+    if jobs:
+        steps.parallel(jobs)
+    return dirs
+
+
 def train_cmd(args, bindir: Path, save: Path, arch: str, seconds: int, extra: Sequence[str] = ()) -> list:
     """nmtkit-train under ``timeout``: SIGTERM makes the trainer finish its update and write
     checkpoint_last.pt, which is what gets aligned (a fixed wall-time budget per model)."""
@@ -318,8 +347,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="prepare.py tokenizer processes (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--nice", type=int, default=10, help="run every heavy command under nice -n N (0: off; default: %(default)s)")
-    ap.add_argument("--probe", default="", help="candidates to compare first, 'label=ARCH [nmtkit-train flags]' entries separated "
-                    "by ';': each trains en->fr for --probe-minutes, all side by side, and aligns the dev set (which aligns best per CPU-hour?)")
+    ap.add_argument("--probe", default="", help="candidates to compare first, 'label=ARCH [nmtkit-train flags] [| nmtkit-preprocess flags]' "
+                    "entries separated by ';' (preprocess flags replace the BPE flags, e.g. '| --bpe none' for words): each trains "
+                    "en->fr for --probe-minutes, all side by side, and aligns the dev set from its attention and its posterior "
+                    "(which aligns best per CPU-hour?)")
     ap.add_argument("--probe-minutes", type=float, default=4.0)
     ap.add_argument("--probe-only", action="store_true", help="stop after the probe (a later run with the same --probe reuses it)")
     ap.add_argument("--train-args", default="", help="extra nmtkit-train flags for every model (e.g. '--encoder-bidirectional')")
@@ -359,18 +390,26 @@ def main() -> None:
     alignfiles = {d: stat / f"train.eflomal.{d}" for d in ("en-fr", "fr-en")}
     preprocess(steps, args, data, work, alignfiles)
 
-    # 1b. optional candidate probe (en->fr only): "label=ARCH [train flags]" entries, ';'-separated
+    # 1b. optional candidate probe (en->fr only): "label=ARCH [train flags] [| preprocess flags]"
+    #     entries, ';'-separated; preprocess flags (e.g. "--bpe-merges 8000", or "--bpe none" for
+    #     words) replace the BPE flags of a data directory of its own
     probe_rows = []
-    probes = dict(p.split("=", 1) for p in args.probe.split(";") if p.strip())
+    probes = {label: parse_probe(cfg) for label, cfg in (p.split("=", 1) for p in args.probe.split(";") if p.strip())}
     if probes:
-        spec = {f"probe-train-{label}": (work / "bin-en-fr", work / "probe" / label, cfg.split()[0], int(args.probe_minutes * 60), cfg.split()[1:])
-                for label, cfg in probes.items()}
+        bins = probe_data(steps, args, data, work, alignfiles, {pre for _, _, pre in probes.values()})
+        spec = {f"probe-train-{label}": (bins[pre], work / "probe" / label, arch, int(args.probe_minutes * 60), flags)
+                for label, (arch, flags, pre) in probes.items()}
         train_pair(steps, args, work, spec)
-        for label, cfg in probes.items():
-            res = nmtkit_align(steps, args, work, data, f"probe-{label}", work / "probe" / label / "checkpoint_last.pt", None, 0, None)
+        for label, (arch, flags, pre) in probes.items():
+            ckpt = work / "probe" / label / "checkpoint_last.pt"
+            res = {"attention": nmtkit_align(steps, args, work, data, f"probe-{label}", ckpt, None, 0, None)}
+            if not arch.startswith("rnnencdec"):
+                res["posterior"] = nmtkit_align(steps, args, work, data, f"probe-{label}-posterior", ckpt, None, 0, None, posterior=True)
             s = train_summary(work / "probe" / label)
-            probe_rows.append([f"{label}: `{cfg}`", s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), *prf(res)])
-        print(bl.md_table(["candidate", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+            desc = " ".join([arch, *flags]) + (f" \\| preprocess `{' '.join(pre)}`" if pre else "")
+            for how, r in res.items():
+                probe_rows.append([f"{label}: `{desc}`", s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), how, *prf(r)])
+        print(bl.md_table(PROBE_COLUMNS, probe_rows))
         if args.probe_only:
             return
 
@@ -473,7 +512,7 @@ def main() -> None:
     probe = ""
     if probe_rows:
         probe = ("\n\nCandidate probe (en->fr only, each trained " f"{args.probe_minutes:g} min side by side, shift 0, no symmetrization):\n\n"
-                 + bl.md_table(["candidate", "params", "updates", "train ppl", "tok/s", "precision", "recall", "AER"], probe_rows))
+                 + bl.md_table(PROBE_COLUMNS, probe_rows))
     body = (
         f"Training data: the first {n_train:,} of the 310,661 `house-senate.training` pairs (`--max-train {args.max_train}`; "
         f"the full bitext is too slow to train a neural model on this shared 2-core CPU within the benchmark), normalized by "

@@ -140,8 +140,8 @@ def probe_data(steps: Steps, args, data: Path, work: Path, alignfiles: dict[str,
         dirs[pre] = work / f"bin-en-fr-probe-{tag}"
         jobs[f"preprocess-probe-{tag}"] = {"cmd": [
             "nmtkit-preprocess", "-s", "en", "-t", "fr", "--trainpref", data / "train", "--validpref", data / "valid",
-            "--testpref", data / "test", *pre, "--alignfile", alignfiles["en-fr"], "--max-len", str(args.max_len),
-            "--workers", "1", "--destdir", dirs[pre], "--overwrite"]}
+            "--testpref", data / "test", "--alignfile", alignfiles["en-fr"], "--max-len", str(args.max_len),
+            "--workers", "1", *pre, "--destdir", dirs[pre], "--overwrite"]}  # pre last: it may override --max-len
     if jobs:
         steps.parallel(jobs)
     return dirs

@@ -150,3 +150,45 @@ def test_posterior_aligns_better_than_the_attention_on_the_sample_corpus(tmp_pat
         aer[label] = json.loads(res.stdout)["aer"]
     print(f"AER attention {aer['attention']:.3f}, posterior {aer['posterior']:.3f}")
     assert aer["posterior"] < aer["attention"] - 0.05, aer
+
+
+# -- nmtkit-translate --replace-unk --unk-posterior ----------------------------------------------
+def test_unk_posterior_copies_the_source_word_with_the_highest_posterior(tmp_path):
+    """Every output word is <unk> (unkpen -100); each is replaced by the source word at the
+    argmax of the attention posterior given that <unk>, computed here from the model directly."""
+    from nmtkit.data.dictionary import EOS_ID, UNK_ID
+    from nmtkit.generate.translator import Translator
+
+    ckpt = make_checkpoint(tmp_path / "rs.pt", arch="rnnsearch_tiny")
+    line = "the cat sees a dog ."
+    opts = dict(beam=2, device="cpu", unkpen=-100.0, max_len_b=3)
+    raw = Translator.from_checkpoint(ckpt, **opts).translate([line], details=True)[0].candidates[0]
+    assert raw.pieces and set(raw.pieces) == {"<unk>"}
+    t = Translator.from_checkpoint(ckpt, replace_unk=True, unk_posterior=True, **opts)
+    got = t.translate([line], details=True)[0].candidates[0].pieces
+    model = t.model.models[0]
+    words = line.split()
+    src = torch.tensor([model.src_dict.encode(words, add_eos=True)])
+    tgt = torch.tensor([[UNK_ID] * len(raw.pieces) + [EOS_ID]])
+    prev = torch.cat([torch.tensor([[1]]), tgt[:, :-1]], dim=1)
+    with torch.no_grad():
+        _, post = model.forward_with_posterior(src, torch.tensor([src.size(1)]), prev, tgt)
+    expected = [words[int(post[0, i, : len(words)].argmax())] for i in range(len(raw.pieces))]
+    assert got == expected
+    search = Translator.from_checkpoint(ckpt, replace_unk=True, **opts).translate([line], details=True)[0]
+    assert len(search.candidates[0].pieces) == len(got)  # same hypothesis, only the copied words may differ
+
+
+@pytest.mark.parametrize("arch, extra, message", [
+    ("rnnsearch_tiny", ["--unk-posterior"], "give --replace-unk too"),
+    ("rnnencdec_tiny", ["--replace-unk", "--unk-posterior"], "needs attention"),
+    ("luong_tiny", ["--replace-unk", "--unk-posterior", "--quantize", "int8", "--device", "cpu"], "not with --quantize"),
+])
+def test_unk_posterior_refusals_are_one_line(tmp_path, arch, extra, message):
+    from nmtkit.cli.translate import command as translate
+
+    ckpt = make_checkpoint(tmp_path / "m.pt", arch=arch)
+    res = CliRunner().invoke(translate, ["--path", str(ckpt), *extra], input="the cat .\n")
+    assert res.exit_code == 1
+    msg = res.output.strip()
+    assert msg.startswith("nmtkit-translate: error: ") and "\n" not in msg and message in msg, msg

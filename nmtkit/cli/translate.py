@@ -41,6 +41,9 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--unkpen", default=0.0, show_default=True, type=FiniteFloat(), help="Subtracted from <unk> log-probabilities.")
 @click.option("--replace-unk", is_flag=False, flag_value=COPY, default=None, metavar="[DICT]",
               help="Replace <unk> by the most-attended source word, translated by DICT ('source target' lines) if given, else copied.")
+@click.option("--unk-posterior", is_flag=True,
+              help="With --replace-unk: choose each <unk>'s source word from the attention posterior given the <unk> "
+                   "(one forced pass over the outputs that have one; rnnsearch, luong; float32 only), not the search's attention.")
 @click.option("--print-alignment", is_flag=True, help="Append ' ||| i-j ...' word alignments to each output line.")
 @click.option("--alignment-file", type=click.Path(dir_okay=False), help="Write word alignments to this file instead.")
 @click.option("--align-shift", type=click.IntRange(0, 1), default=0, show_default=True, help="Take output word t's alignment from step t+shift.")
@@ -83,7 +86,8 @@ def command(**kw) -> None:  # noqa: ANN003
         lenpen_form=kw["lenpen_form"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"], min_len=kw["min_len"],
         unkpen=kw["unkpen"], max_source_len=kw["max_source_len"], amp=kw["amp"], data=kw["data"],
         batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
-        shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"])
+        shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
+        unk_posterior=kw["unk_posterior"])
 
     in_stream = open(kw["input_path"], "rb") if kw["input_path"] else sys.stdin.buffer
     in_name = kw["input_path"] or "<stdin>"

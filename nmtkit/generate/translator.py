@@ -101,11 +101,13 @@ class Translator:
         batch_size: int = 32,
         max_tokens: Optional[int] = None,
         shortlist: Optional[Shortlist] = None,
+        unk_posterior: bool = False,
     ) -> None:
         search.validate()
         if (replace_unk or alignments) and not model.has_attention:
             what = "--replace-unk" if replace_unk else "alignments"
             raise NmtkitError(f"{what} needs attention, but the model has none (attention-free encoder-decoder)")
+        check_unk_posterior(model, unk_posterior, replace_unk)
         self.model = model
         self.src_pipe, self.tgt_pipe = src_pipe, tgt_pipe
         # the same tokenizer without lowercasing: unknown-word replacement copies words in their input case
@@ -121,6 +123,7 @@ class Translator:
         self.amp_dtype = amp_dtype
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shortlist = shortlist
+        self.unk_posterior = unk_posterior
         self.warnings: list[str] = []
         self.n_sentences = 0
         self.n_target_tokens = 0
@@ -152,6 +155,7 @@ class Translator:
         shortlist: Union[str, os.PathLike, None] = None,
         shortlist_k: int = 50,
         shortlist_frequent: int = 100,
+        unk_posterior: bool = False,
     ) -> "Translator":
         """Load a checkpoint (or an ensemble: a list of paths, or ``"a.pt:b.pt"``) ready to translate.
 
@@ -163,7 +167,10 @@ class Translator:
         :mod:`nmtkit.generate.quantize`).  ``shortlist``: a ``source target count`` lexical table
         restricting the output layer per batch to the top ``shortlist_k`` translations of the
         source words plus the ``shortlist_frequent`` most frequent targets
-        (:mod:`nmtkit.generate.shortlist`).  The rest are the search options of ``nmtkit-translate``.
+        (:mod:`nmtkit.generate.shortlist`).  ``unk_posterior`` (with ``replace_unk``): choose each
+        ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
+        over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
+        attention.  The rest are the search options of ``nmtkit-translate``.
         """
         from nmtkit.checkpoint import pipelines_from_checkpoint
         from nmtkit.generate.loading import load_ensemble
@@ -179,6 +186,8 @@ class Translator:
             lexicon = load_lexicon(replace_unk)
         dev = parse_device(device)
         check_quantize(quantize, dev)
+        if unk_posterior and quantize != "none":
+            raise NmtkitError("--unk-posterior needs the float32 model: not with --quantize")
         amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
         paths = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
         model, ckpts = load_ensemble(paths, dev)
@@ -196,7 +205,7 @@ class Translator:
                    lexicon=lexicon, alignments=bool(alignments), align_shift=align_shift,
                    max_source_len=max_source_len or model_source_limit(model) or 400,
                    amp_dtype=amp_dtype, batch_size=batch_size, max_tokens=max_tokens,
-                   shortlist=table)
+                   shortlist=table, unk_posterior=unk_posterior)
 
     # -- encoding input ---------------------------------------------------------------------
     def _prepare(self, index: int, line: str) -> dict:
@@ -260,8 +269,9 @@ class Translator:
         todo.sort(key=lambda k: len(items[k]["ids"]))
         for batch in _batches(todo, [len(items[k]["ids"]) + 1 for k in todo], batch_size, max_tokens):
             hyps = self._search([items[k]["ids"] for k in batch], self._shortlist_ids([items[k] for k in batch]))
-            for k, nbest in zip(batch, hyps):
-                results[k] = self._finish(items[k], nbest)
+            posteriors = self._unk_posteriors([items[k]["ids"] for k in batch], hyps) if self.unk_posterior else {}
+            for j, (k, nbest) in enumerate(zip(batch, hyps)):
+                results[k] = self._finish(items[k], nbest, {c: a for (jj, c), a in posteriors.items() if jj == j})
         self.seconds += time.perf_counter() - t0
         self.n_sentences += len(items)
         out = [r for r in results if r is not None]
@@ -289,12 +299,29 @@ class Translator:
                 return_attention=self.replace_unk or self.alignments, shortlist=shortlist,
             )
 
-    def _finish(self, item: dict, nbest: list[Hypothesis]) -> Translation:
+    def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[tuple[int, int], torch.Tensor]:
+        """``(sentence, candidate) -> attention posterior [len + 1, S]`` of every candidate with an
+        ``<unk>``, from one forced pass over all of them (the batch's sources and its outputs)."""
+        from nmtkit.data.dictionary import EOS_ID, UNK_ID
+        from nmtkit.generate.forced import collate, score_references
+
+        keys = [(j, c) for j, nbest in enumerate(hyps) for c, h in enumerate(nbest) if UNK_ID in h.tokens]
+        if not keys:
+            return {}
+        src, slen = collate([list(id_lists[j]) + [EOS_ID] for j, _ in keys], self.device)
+        tgt, tlen = collate([hyps[j][c].tokens + [EOS_ID] for j, c in keys], self.device)
+        results = score_references(self.model, src, slen, tgt, tlen, posterior=True)
+        return {key: r.attention for key, r in zip(keys, results)}
+
+    def _finish(self, item: dict, nbest: list[Hypothesis], unk_attention: Optional[dict[int, torch.Tensor]] = None) -> Translation:
+        """Candidates of one sentence; ``unk_attention``: per candidate index, the attention to
+        replace its ``<unk>`` from (default: the search's)."""
         cands = []
-        for hyp in nbest:
+        for c, hyp in enumerate(nbest):
             pieces = self.tgt_dict.decode(hyp.tokens, strip_specials=False)
             if self.replace_unk and UNK in pieces:
-                pieces = replace_unks(pieces, hyp.attention, item["copy_words"], unk=UNK, lexicon=self.lexicon, bpe_marker=None)
+                attention = (unk_attention or {}).get(c, hyp.attention)
+                pieces = replace_unks(pieces, attention, item["copy_words"], unk=UNK, lexicon=self.lexicon, bpe_marker=None)
             tokens = merge_bpe(pieces)
             text = self.tgt_pipe.detokenize(tokens)
             cand = Candidate(text, tokens, pieces, hyp.score, [round(float(x), 4) for x in hyp.positional_scores])
@@ -309,6 +336,17 @@ class Translator:
         tgt_word_of = piece_word_index(text, tokens, pieces, self.tgt_pipe.tokenizer == "none")
         return align_words(attention, src_word_of, tgt_word_of, self.align_shift,
                            n_src_words=len(split_words(item["line"])), n_tgt_words=len(split_words(text)))
+
+
+def check_unk_posterior(model: EnsembleModel, unk_posterior: bool, replace_unk: bool) -> None:
+    """``--unk-posterior`` refines ``--replace-unk`` and needs a model that computes posteriors."""
+    if not unk_posterior:
+        return
+    if not replace_unk:
+        raise NmtkitError("--unk-posterior chooses the source word of --replace-unk: give --replace-unk too")
+    if not model.has_posterior:
+        raise NmtkitError(f"{', '.join(model.names)}: --unk-posterior needs a model that computes an attention "
+                          "posterior (rnnsearch, luong with attention)")
 
 
 def model_source_limit(model: EnsembleModel) -> Optional[int]:

@@ -7,7 +7,8 @@ seed: one plain, one with ``--guided-alignment-weight`` towards eflomal's grow-d
 links of the training pairs (eflomal on the training text with Unicode spaces made ASCII
 spaces, which both models train on; nmtkit-preprocess maps the links of whitespace words to
 its tokens). Each translates test2016 (beam 5) without and with
-``--replace-unk`` (copy the most-attended source word); detokenized sacreBLEU against the raw
+``--replace-unk`` (copy the most-attended source word), and with ``--replace-unk --unk-posterior``
+(the source word with the highest attention posterior given the ``<unk>``); detokenized sacreBLEU against the raw
 references.  ``--record`` appends a RESULTS.md section and one results.jsonl line per
 (model, replace-unk) pair: ``{"bench": "guided_m30k", "system": ..., "replace_unk": ..., "bleu": ...}``.
 """
@@ -106,19 +107,21 @@ def main() -> None:
         cmds.append(r.shell())
     rows, records = [], []
     ref = Path(f"{raw['test']}.de")
+    # --replace-unk off, from the search's attention, and from the attention posterior (--unk-posterior)
+    unk_modes = {"": [], ".unk": ["--replace-unk"], ".unk-posterior": ["--replace-unk", "--unk-posterior"]}
     for name in systems:
-        for unk in (False, True):
-            hyp = work / f"test.{name}{'.unk' if unk else ''}.de"
+        for suffix, flags in unk_modes.items():
+            hyp = work / f"test.{name}{suffix}.de"
             ckpt = work / name / "checkpoint_last.pt"
             run(["nmtkit-translate", "--path", ckpt, "--beam", 5, "--batch-size", 64, "--threads", 1, "--device", "cpu",
-                 *(["--replace-unk"] if unk else [])], f"translate-{name}{'-unk' if unk else ''}",
-                stdin=Path(f"{raw['test']}.en"), stdout=hyp)
+                 *flags], f"translate-{name}{suffix.replace('.', '-')}", stdin=Path(f"{raw['test']}.en"), stdout=hyp)
             score = bleu(hyp, ref)
             n_unk = hyp.read_text(encoding="utf-8").count("<unk>")
-            rows.append([name, "yes" if unk else "no", f"{score:.2f}", n_unk])
-            records.append({"system": f"nmtkit-{name}", "replace_unk": unk, "bleu": round(score, 2), "unk_left": n_unk,
-                            "train_wall_s": seconds, "arch": args.arch})
-    table = bl.md_table(["model", "--replace-unk", "BLEU test2016", "<unk> left in output"], rows)
+            unk_from = {"": "-", ".unk": "attention", ".unk-posterior": "posterior"}[suffix]
+            rows.append([name, "yes" if flags else "no", unk_from, f"{score:.2f}", n_unk])
+            records.append({"system": f"nmtkit-{name}", "replace_unk": bool(flags), "unk_from": unk_from, "bleu": round(score, 2),
+                            "unk_left": n_unk, "train_wall_s": seconds, "arch": args.arch})
+    table = bl.md_table(["model", "--replace-unk", "source word from", "BLEU test2016", "<unk> left in output"], rows)
     load_after = bl.uptime_line()
     body = (f"Multi30k En->De, word level (Moses tokens, words seen once -> <unk>), `{args.arch}`, batches of 64, Adam, "
             f"{args.minutes:g} min of training each, side by side (one core each), seed 1; guided: "

@@ -118,6 +118,11 @@ def preprocess(steps: Steps, args, data: Path, work: Path, alignfiles: dict[str,
     steps.parallel(jobs)
 
 
+def has_posterior(arch: str, train_args: str) -> bool:
+    """Whether models of this preset and these flags compute the attention posterior."""
+    return arch.startswith(("rnnsearch", "luong")) and "--attention none" not in " ".join(train_args.split())
+
+
 PROBE_COLUMNS = ["candidate", "params", "updates", "train ppl", "tok/s", "links from", "precision", "recall", "AER"]
 
 
@@ -403,7 +408,7 @@ def main() -> None:
         for label, (arch, flags, pre) in probes.items():
             ckpt = work / "probe" / label / "checkpoint_last.pt"
             res = {"attention": nmtkit_align(steps, args, work, data, f"probe-{label}", ckpt, None, 0, None)}
-            if not arch.startswith("rnnencdec"):
+            if has_posterior(arch, " ".join(flags)):
                 res["posterior"] = nmtkit_align(steps, args, work, data, f"probe-{label}-posterior", ckpt, None, 0, None, posterior=True)
             s = train_summary(work / "probe" / label)
             desc = " ".join([arch, *flags]) + (f" \\| preprocess `{' '.join(pre)}`" if pre else "")
@@ -437,7 +442,7 @@ def main() -> None:
                 for sym in SYMS:
                     if shift == 0 or sym == "grow-diag-final-and":
                         nmt[(shift, sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-shift{shift}-{sym}", fwd, rev, shift, sym)
-            if not args.arch.startswith("rnnencdec"):
+            if has_posterior(args.arch, args.train_args) and kind != "guided-head":  # head models: read their head
                 for sym in POSTERIOR_SYMS:
                     nmt[("posterior", sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-posterior-{sym}",
                                                            fwd, rev, 0, sym, posterior=True)

@@ -10,7 +10,8 @@ its tokens). Each translates test2016 (beam 5) without and with
 ``--replace-unk`` (copy the most-attended source word), and with ``--replace-unk --unk-posterior``
 (the source word with the highest attention posterior given the ``<unk>``); detokenized sacreBLEU against the raw
 references.  ``--record`` appends a RESULTS.md section and one results.jsonl line per
-(model, replace-unk) pair: ``{"bench": "guided_m30k", "system": ..., "replace_unk": ..., "bleu": ...}``.
+(model, way of replacing): ``{"bench": "guided_m30k", "system": ..., "replace_unk": ..., "unk_from":
+"-"|"attention"|"posterior", "bleu": ...}``.
 """
 from __future__ import annotations
 

@@ -34,34 +34,38 @@ def build(arch: str = "rnnsearch_tiny", **overrides):  # noqa: ANN201
     d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(20)])
     torch.manual_seed(0)
     name, cfg = resolve_config(arch, {"dropout": 0.0, **overrides} if arch.startswith("luong") else overrides)
-    return build_model(name, cfg, d, d).eval()
-
-
-def output_log_probs_with_context(model, b: int, i: int, context: torch.Tensor, parts) -> torch.Tensor:  # noqa: ANN001
-    """The model's output distribution at step i of sentence b with the context vector given,
-    written the way each paper writes its output layer."""
-    if model.model_name == "rnnsearch":
-        _, emb, tops, _, _ = parts
-        t = maxout(model.deep_output(torch.cat([tops[b, i], emb[b, i], context])))
-        return torch.log_softmax(model.output_projection(t), dim=-1)
-    _, top, _, _ = parts
-    htilde = torch.tanh(model.W_c(torch.cat([context, top[b, i]])))
-    return torch.log_softmax(model.output_projection(htilde), dim=-1)
+    model = build_model(name, cfg, d, d).eval()
+    with torch.no_grad():  # weights large enough for the nonlinearities to matter (tiny ones are near linear)
+        for param in model.parameters():
+            param.normal_(0.0, 0.5)
+    return model
 
 
 def brute_force_posterior(model, src, slen, prev) -> torch.Tensor:  # noqa: ANN001
-    """Bayes' rule spelled out: for each target step i and source position j, the output layer
-    with the context replaced by h_j, times the decoder's attention, normalised over j."""
+    """Bayes' rule spelled out with the step API beam search uses (not the teacher-forced code
+    under test): at step i, decode_step is run once per source position j with the attention
+    module made to return h_j as the context, giving p(y_i | y_<i, x, c_i = h_j); then the real
+    step advances the state and gives the prior alpha_i."""
     targets = next_tokens(prev)
-    parts = model._teacher_forced(src, slen, prev)
-    enc, attn = parts[0], parts[-1]
-    out = torch.zeros_like(attn)
-    for b in range(src.size(0)):
-        s = int(slen[b])
-        for i in range(prev.size(1)):
-            scores = [output_log_probs_with_context(model, b, i, enc.states[b, j], parts)[targets[b, i]]
-                      + attn[b, i, j].clamp_min(torch.finfo(torch.float32).tiny).log() for j in range(s)]
-            out[b, i, :s] = torch.softmax(torch.stack(scores), dim=0)
+    enc = model.encode(src, slen)
+    state = model.init_decoder_state(enc)
+    real = model.attention.forward
+    out = torch.zeros(src.size(0), prev.size(1), src.size(1))
+    for i in range(prev.size(1)):
+        loglik = torch.full_like(out[:, 0], float("-inf"))
+        for j in range(src.size(1)):
+            def attend_j(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+                context, weights = real(*args, **kwargs)
+                return enc.states[:, j].reshape(context.shape), weights
+            model.attention.forward = attend_j
+            try:
+                lp, _, _ = model.decode_step(prev[:, i], state, enc)
+            finally:
+                model.attention.forward = real
+            loglik[:, j] = lp.gather(1, targets[:, i : i + 1]).squeeze(1)
+        _, prior, state = model.decode_step(prev[:, i], state, enc)
+        scores = (prior.log() + loglik).masked_fill(~enc.mask, float("-inf"))
+        out[:, i] = torch.softmax(scores, dim=-1).masked_fill(~enc.mask, 0.0)
     return out
 
 
@@ -75,12 +79,30 @@ def test_posterior_is_prior_times_likelihood_normalised(monkeypatch, chunk, vari
         logits, post = model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))
         logits_f, attn = model(SRC, SLEN, PREV)
         torch.testing.assert_close(logits, logits_f)  # the scores are those of forward
-        torch.testing.assert_close(post, brute_force_posterior(model, SRC, SLEN, PREV))
+        real = next_tokens(PREV).ne(0)  # target rows beyond a sentence's length are not computed
+        torch.testing.assert_close(post[real], brute_force_posterior(model, SRC, SLEN, PREV)[real])
     assert not torch.allclose(post, attn)  # it is not the attention itself
     torch.testing.assert_close(post.sum(-1), torch.ones(2, 4))
     assert post[1, :, 3].abs().max() == 0  # padding gets exactly nothing
     if variant == "luong-local-p":  # outside the window the prior is 0, and so is the posterior
-        assert ((attn == 0) <= (post < 1e-20)).all()
+        assert (attn == 0).any() and ((attn == 0) <= (post == 0)).all()
+
+
+def test_rows_whose_target_is_pad_are_skipped_and_keep_the_prior():
+    """How a caller (--unk-posterior) asks for some rows only: the others are the prior."""
+    from nmtkit.data.dictionary import PAD_ID
+
+    model = build()
+    targets = next_tokens(PREV)
+    some = targets.clone()
+    some[0, [0, 2]] = PAD_ID
+    with torch.no_grad():
+        _, full = model.forward_with_posterior(SRC, SLEN, PREV, targets)
+        _, part = model.forward_with_posterior(SRC, SLEN, PREV, some)
+        _, prior = model(SRC, SLEN, PREV)
+    torch.testing.assert_close(part[0, [1, 3]], full[0, [1, 3]])
+    torch.testing.assert_close(part[1], full[1])
+    torch.testing.assert_close(part[0, [0, 2]], prior[0, [0, 2]])
 
 
 def test_posterior_of_a_sentence_does_not_depend_on_its_batch():
@@ -153,30 +175,36 @@ def test_posterior_aligns_better_than_the_attention_on_the_sample_corpus(tmp_pat
 
 
 # -- nmtkit-translate --replace-unk --unk-posterior ----------------------------------------------
-def test_unk_posterior_copies_the_source_word_with_the_highest_posterior(tmp_path):
-    """Every output word is <unk> (unkpen -100); each is replaced by the source word at the
-    argmax of the attention posterior given that <unk>, computed here from the model directly."""
-    from nmtkit.data.dictionary import EOS_ID, UNK_ID
+def test_unk_posterior_copies_the_source_word_with_the_highest_posterior(tmp_path, monkeypatch):
+    """Every output word is <unk> (unkpen -100). The posterior is made to point at a source word
+    the search's attention does not pick: --unk-posterior must copy that word at every <unk>,
+    and the forced pass must ask for the <unk> rows (the targets it passes are <unk> or <pad>)."""
+    from nmtkit.data.dictionary import PAD_ID, UNK_ID
     from nmtkit.generate.translator import Translator
+    from nmtkit.models.rnnsearch import RNNSearchModel
 
     ckpt = make_checkpoint(tmp_path / "rs.pt", arch="rnnsearch_tiny")
     line = "the cat sees a dog ."
+    words = line.split()
     opts = dict(beam=2, device="cpu", unkpen=-100.0, max_len_b=3)
-    raw = Translator.from_checkpoint(ckpt, **opts).translate([line], details=True)[0].candidates[0]
-    assert raw.pieces and set(raw.pieces) == {"<unk>"}
+    by_search = Translator.from_checkpoint(ckpt, replace_unk=True, **opts).translate([line], details=True)[0]
+    copied = by_search.candidates[0].pieces
+    assert copied and all(w in words for w in copied)
+    target = next(k for k, w in enumerate(words) if w not in copied)
+    asked = []
+
+    def pointing_posterior(self, src_tokens, src_lengths, prev, targets):  # noqa: ANN001, ANN202
+        asked.append(set(targets.unique().tolist()))
+        logits, _ = self(src_tokens, src_lengths, prev)
+        post = torch.zeros(*targets.shape, src_tokens.size(1))
+        post[..., target] = 1.0
+        return logits, post
+
+    monkeypatch.setattr(RNNSearchModel, "forward_with_posterior", pointing_posterior)
     t = Translator.from_checkpoint(ckpt, replace_unk=True, unk_posterior=True, **opts)
     got = t.translate([line], details=True)[0].candidates[0].pieces
-    model = t.model.models[0]
-    words = line.split()
-    src = torch.tensor([model.src_dict.encode(words, add_eos=True)])
-    tgt = torch.tensor([[UNK_ID] * len(raw.pieces) + [EOS_ID]])
-    prev = torch.cat([torch.tensor([[1]]), tgt[:, :-1]], dim=1)
-    with torch.no_grad():
-        _, post = model.forward_with_posterior(src, torch.tensor([src.size(1)]), prev, tgt)
-    expected = [words[int(post[0, i, : len(words)].argmax())] for i in range(len(raw.pieces))]
-    assert got == expected
-    search = Translator.from_checkpoint(ckpt, replace_unk=True, **opts).translate([line], details=True)[0]
-    assert len(search.candidates[0].pieces) == len(got)  # same hypothesis, only the copied words may differ
+    assert got == [words[target]] * len(copied)
+    assert asked and asked[0] <= {UNK_ID, PAD_ID} and UNK_ID in asked[0]
 
 
 @pytest.mark.parametrize("arch, extra, message", [

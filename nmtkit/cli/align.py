@@ -185,7 +185,8 @@ def run_align(o: dict[str, Any]) -> None:
 @click.option("--posterior", is_flag=True,
               help="Read links off the attention posterior p(a_i=j | y_i) ∝ attention x p(y_i | context h_j) "
                    "instead of the attention, which is computed before the word it aligns is known (rnnsearch, luong; "
-                   "costs one output layer per target x source position).")
+                   "costs one output layer per target x source position). The prior is the decoder's attention, also for "
+                   "--alignment-head models, whose head it does not read.")
 @click.option("--gold", default=None, metavar="FILE", help="Gold links (i-j sure, i?j possible): print precision, recall, AER.")
 @click.option("--sure", default=None, metavar="FILE", help="Gold sure links (i-j), instead of --gold.")
 @click.option("--possible", default=None, metavar="FILE", help="Gold possible links (i-j), with --sure.")

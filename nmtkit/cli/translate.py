@@ -43,7 +43,7 @@ COPY = "\0copy"  # --replace-unk without a dictionary
               help="Replace <unk> by the most-attended source word, translated by DICT ('source target' lines) if given, else copied.")
 @click.option("--unk-posterior", is_flag=True,
               help="With --replace-unk: choose each <unk>'s source word from the attention posterior given the <unk> "
-                   "(one forced pass over the outputs that have one; rnnsearch, luong; float32 only), not the search's attention.")
+                   "(one forced pass over the outputs that have one; rnnsearch, luong; not with --quantize), not the search's attention.")
 @click.option("--print-alignment", is_flag=True, help="Append ' ||| i-j ...' word alignments to each output line.")
 @click.option("--alignment-file", type=click.Path(dir_okay=False), help="Write word alignments to this file instead.")
 @click.option("--align-shift", type=click.IntRange(0, 1), default=0, show_default=True, help="Take output word t's alignment from step t+shift.")

@@ -144,7 +144,7 @@ def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_sh
     for idx in length_batches(pairs, batch_size, max_tokens):
         src, slen = collate([pairs[i].src.ids for i in idx], device)
         tgt, tlen = collate([pairs[i].tgt.ids for i in idx], device)
-        for i, res in zip(idx, score_references(model, src, slen, tgt, tlen, posterior)):
+        for i, res in zip(idx, score_references(model, src, slen, tgt, tlen, tgt if posterior else None)):
             if res.attention is None:
                 raise NmtkitError(f"{', '.join(model.names)}: model returned no attention")
             p = pairs[i]

@@ -71,14 +71,15 @@ def shift_right(tgt_tokens: Tensor, tgt_lengths: Tensor) -> Tensor:
 @torch.inference_mode()
 def score_references(
     model: EnsembleModel, src_tokens: Tensor, src_lengths: Tensor, tgt_tokens: Tensor, tgt_lengths: Tensor,
-    posterior: bool = False,
+    posterior_targets: Optional[Tensor] = None,
 ) -> list[ForcedResult]:
     """Score each reference ``tgt_tokens[i]`` (ending with ``</s>``, right-padded) given its source.
 
-    ``posterior``: report the attention posterior given each reference word instead of the
-    attention (see :mod:`nmtkit.models.posterior`); the scores are the same."""
+    ``posterior_targets``: report the attention posterior given these words (normally
+    ``tgt_tokens``; ``<pad>`` where a row is not needed) instead of the attention (see
+    :mod:`nmtkit.models.posterior`); the scores are the same."""
     prev = shift_right(tgt_tokens, tgt_lengths)
-    lprobs, attn = model.forward_log_probs(src_tokens, src_lengths, prev, tgt_tokens if posterior else None)
+    lprobs, attn = model.forward_log_probs(src_tokens, src_lengths, prev, posterior_targets)
     pos = lprobs.gather(2, tgt_tokens.unsqueeze(2)).squeeze(2).cpu()
     attn = attn.float().cpu() if attn is not None else None
     tgt_cpu = tgt_tokens.cpu()

@@ -300,18 +300,21 @@ class Translator:
             )
 
     def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[tuple[int, int], torch.Tensor]:
-        """``(sentence, candidate) -> attention posterior [len + 1, S]`` of every candidate with an
-        ``<unk>``, from one forced pass over all of them (the batch's sources and its outputs)."""
-        from nmtkit.data.dictionary import EOS_ID, UNK_ID
+        """``(sentence, candidate) -> attention [len + 1, S]`` of every candidate with an ``<unk>``,
+        whose ``<unk>`` rows are the posterior given the ``<unk>`` (the other rows: the prior),
+        from forced passes over them in batches of at most ``batch_size`` candidates."""
+        from nmtkit.data.dictionary import EOS_ID, PAD_ID, UNK_ID
         from nmtkit.generate.forced import collate, score_references
 
         keys = [(j, c) for j, nbest in enumerate(hyps) for c, h in enumerate(nbest) if UNK_ID in h.tokens]
-        if not keys:
-            return {}
-        src, slen = collate([list(id_lists[j]) + [EOS_ID] for j, _ in keys], self.device)
-        tgt, tlen = collate([hyps[j][c].tokens + [EOS_ID] for j, c in keys], self.device)
-        results = score_references(self.model, src, slen, tgt, tlen, posterior=True)
-        return {key: r.attention for key, r in zip(keys, results)}
+        out = {}
+        for k0 in range(0, len(keys), self.batch_size):
+            part = keys[k0 : k0 + self.batch_size]
+            src, slen = collate([list(id_lists[j]) + [EOS_ID] for j, _ in part], self.device)
+            tgt, tlen = collate([hyps[j][c].tokens + [EOS_ID] for j, c in part], self.device)
+            only_unks = tgt.masked_fill(tgt.ne(UNK_ID), PAD_ID)  # the likelihood of the <unk> rows only
+            out.update({key: r.attention for key, r in zip(part, score_references(self.model, src, slen, tgt, tlen, only_unks))})
+        return out
 
     def _finish(self, item: dict, nbest: list[Hypothesis], unk_attention: Optional[dict[int, torch.Tensor]] = None) -> Translation:
         """Candidates of one sentence; ``unk_attention``: per candidate index, the attention to

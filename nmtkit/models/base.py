@@ -117,8 +117,10 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor
     ) -> tuple[Tensor, Tensor]:
         """Teacher-forced pass that also knows the words emitted (``targets`` ``[B, T]``, i.e.
-        ``y_1 .. </s>``): (logits ``[B, T, V]``, attention posterior ``[B, T, S]``); only where
-        ``has_posterior`` (see :mod:`nmtkit.models.posterior`)."""
+        ``y_1 .. </s>``; a ``<pad>`` there skips that row, whose posterior is then the prior):
+        (logits ``[B, T, V]``, attention posterior ``[B, T, S]``); only where ``has_posterior``
+        (see :mod:`nmtkit.models.posterior`).  The prior is the decoder's own attention, also in
+        a model with an alignment head (which ``forward`` reports instead)."""
         raise NotImplementedError(f"{self.model_name} does not compute an attention posterior")
 
     # -- shared ----------------------------------------------------------------------

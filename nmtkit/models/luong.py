@@ -283,5 +283,6 @@ class LuongModel(Seq2SeqModel):
         logits = self.output_projection(self.output_dropout(htilde))
         w, split = self.W_c.weight, enc.states.size(-1)
         loglik = context_log_likelihoods(F.linear(top, w[:, split:]), F.linear(enc.states, w[:, :split]),
-                                         lambda x: self.output_projection(torch.tanh(x)), targets, src_lengths)
+                                         lambda x: self.output_projection(torch.tanh(x)), targets, src_lengths,
+                                         self.output_projection.out_features)
         return logits, attention_posterior(attn, loglik, enc.mask)

@@ -10,7 +10,8 @@ Sarawagi 2018, "Posterior attention models"), Bayes' rule gives the posterior
 where the likelihood is the model's own output distribution with the context vector replaced
 by the single annotation ``h_j``.  Forced alignment knows ``y_i``, so it can read links off the
 posterior instead of the prior (``nmtkit-align --posterior``).  It needs one output-layer
-evaluation per (target position, source position), which is why it is computed in chunks.
+evaluation per (target position, source position), which is why it is computed in chunks, and
+only for the target rows asked for.
 
 A model supports it by computing its pre-readout activation as a sum of a part that depends on
 the decoder (``query_part`` ``[B, T, D]``) and a part that is linear in the context
@@ -23,39 +24,56 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-#: Floats of one chunk of logits [t, S, V] (about 64 MB).
+from nmtkit.data.dictionary import PAD_ID
+
+#: Floats of one chunk of logits [rows, sources, V] (about 64 MB).
 CHUNK_FLOATS = 1 << 24
 
 
 def context_log_likelihoods(
     query_part: Tensor, context_part: Tensor, readout: Callable[[Tensor], Tensor], targets: Tensor,
-    src_lengths: Tensor,
+    src_lengths: Tensor, vocab_size: int,
 ) -> Tensor:
     """``log p(y_i | ..., c_i = h_j)`` for every target position ``i`` and source position ``j``.
 
     ``query_part`` ``[B, T, D]`` + ``context_part`` ``[B, S, D]`` is the pre-readout activation with
-    context ``h_j``; ``readout`` maps ``[..., D]`` to logits ``[..., V]``; ``targets`` ``[B, T]``
-    the words ``y_i``.  Returns ``[B, T, S]``, ``-inf`` beyond each source length.
+    context ``h_j``; ``readout`` maps ``[..., D]`` to logits ``[..., vocab_size]``; ``targets``
+    ``[B, T]`` the words ``y_i``.  Rows whose target is ``<pad>`` are not computed (0: their
+    posterior is the prior), which is how a caller asks for some rows only.  Returns float32
+    ``[B, T, S]``, ``-inf`` beyond each source length.
     """
     bsz, tgt_len, _ = query_part.shape
     src_len = context_part.size(1)
-    out = query_part.new_full((bsz, tgt_len, src_len), float("-inf"))
+    out = torch.zeros(bsz, tgt_len, src_len, dtype=torch.float32, device=query_part.device)
+    src_step = max(1, CHUNK_FLOATS // vocab_size)
     for b in range(bsz):
         s = int(src_lengths[b])
-        ctx = context_part[b, :s]  # [s, D]
-        probe = readout(query_part[b, :1, None] + ctx[None, :1])  # vocabulary size
-        step = max(1, CHUNK_FLOATS // max(1, s * probe.size(-1)))
-        for t0 in range(0, tgt_len, step):
-            pre = query_part[b, t0 : t0 + step, None, :] + ctx[None]  # [t, s, D]
-            logp = torch.log_softmax(readout(pre).float(), dim=-1)  # [t, s, V]
-            want = targets[b, t0 : t0 + step, None, None].expand(-1, s, 1)
-            out[b, t0 : t0 + step, :s] = logp.gather(2, want).squeeze(2)
+        out[b, :, s:] = float("-inf")
+        rows = targets[b].ne(PAD_ID).nonzero().squeeze(1)
+        if rows.numel() == 0:
+            continue
+        row_step = max(1, CHUNK_FLOATS // (min(s, src_step) * vocab_size))
+        for r0 in range(0, rows.numel(), row_step):
+            r = rows[r0 : r0 + row_step]
+            want = targets[b, r]
+            for j0 in range(0, s, src_step):
+                j1 = min(s, j0 + src_step)
+                pre = query_part[b, r, None, :] + context_part[b, None, j0:j1]  # [rows, sources, D]
+                logp = torch.log_softmax(readout(pre).float(), dim=-1)  # [rows, sources, V]
+                out[b, r, j0:j1] = logp.gather(2, want[:, None, None].expand(-1, j1 - j0, 1)).squeeze(2)
     return out
 
 
 def attention_posterior(prior: Tensor, log_likelihood: Tensor, src_mask: Tensor) -> Tensor:
-    """Normalised ``prior * likelihood`` over the source positions (``[B, T, S]``); padding
+    """Normalised ``prior * likelihood`` over the source positions (``[B, T, S]``, float32).
+
+    A position with prior 0 (outside a local attention window) keeps posterior 0; padding
     positions get exactly zero, as the attention contract requires."""
-    log_prior = prior.float().clamp_min(torch.finfo(torch.float32).tiny).log()
-    scores = (log_prior + log_likelihood.float()).masked_fill(~src_mask[:, None, :], float("-inf"))
-    return torch.softmax(scores, dim=-1).masked_fill(~src_mask[:, None, :], 0.0)
+    mask = src_mask[:, None, :]
+    log_prior = prior.float().log().masked_fill(~mask, float("-inf"))
+    scores = log_prior + log_likelihood.float()
+    dead = ~torch.isfinite(scores).any(dim=-1, keepdim=True)  # every supported position underflowed
+    if dead.any():
+        tiny = prior.float().clamp_min(torch.finfo(torch.float32).tiny).log() + log_likelihood.float()
+        scores = torch.where(dead, tiny.masked_fill(~mask, float("-inf")), scores)
+    return torch.softmax(scores, dim=-1).masked_fill(~mask, 0.0)

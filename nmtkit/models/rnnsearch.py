@@ -172,7 +172,7 @@ class RNNSearchModel(Seq2SeqModel):
         query_part = F.linear(torch.cat([prev_tops, emb], dim=-1), w[:, :split], self.deep_output.bias)
         context_part = F.linear(enc.states, w[:, split:])
         loglik = context_log_likelihoods(query_part, context_part, lambda x: self.output_projection(maxout(x)),
-                                         targets, src_lengths)
+                                         targets, src_lengths, self.output_projection.out_features)
         return logits, attention_posterior(attn, loglik, enc.mask)
 
 

@@ -659,7 +659,9 @@ class Trainer:
 
 def _completed_config(model_name: Optional[str], saved: dict) -> dict:
     """A checkpoint's model options with the defaults of options added since it was written
-    (an older checkpoint lacks them), so that resuming it with the same command works."""
+    (an older checkpoint lacks them), so that resuming it with the same command works.  This is
+    right as long as a new option's default is the behaviour from before it existed, which is
+    the rule for adding model options."""
     from nmtkit.models import registry
 
     try:

@@ -411,9 +411,9 @@ def main() -> None:
             if has_posterior(arch, " ".join(flags)):
                 res["posterior"] = nmtkit_align(steps, args, work, data, f"probe-{label}-posterior", ckpt, None, 0, None, posterior=True)
             s = train_summary(work / "probe" / label)
-            desc = " ".join([arch, *flags]) + (f" \\| preprocess `{' '.join(pre)}`" if pre else "")
+            desc = f"`{' '.join([arch, *flags])}`" + (f", preprocess `{' '.join(pre)}`" if pre else "")
             for how, r in res.items():
-                probe_rows.append([f"{label}: `{desc}`", s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), how, *prf(r)])
+                probe_rows.append([f"{label}: {desc}", s["params"], s["updates"], fmt(s["train_ppl"], 1), fmt(s["tok_per_s"], 0), how, *prf(r)])
         print(bl.md_table(PROBE_COLUMNS, probe_rows))
         if args.probe_only:
             return
@@ -519,9 +519,9 @@ def main() -> None:
         probe = ("\n\nCandidate probe (en->fr only, each trained " f"{args.probe_minutes:g} min side by side, shift 0, no symmetrization):\n\n"
                  + bl.md_table(PROBE_COLUMNS, probe_rows))
     body = (
-        f"Training data: the first {n_train:,} of the 310,661 `house-senate.training` pairs (`--max-train {args.max_train}`; "
-        f"the full bitext is too slow to train a neural model on this shared 2-core CPU within the benchmark), normalized by "
-        f"`examples/hansards/prepare.py`; dev/test: the 100 HLT-NAACL 2003 gold pairs (sure + possible links, English source). "
+        (f"Training data: all {n_train:,} `house-senate.training` pairs, normalized by " if not args.max_train else
+         f"Training data: the first {n_train:,} of the 310,661 `house-senate.training` pairs (`--max-train {args.max_train}`), normalized by ")
+        + f"`examples/hansards/prepare.py`; dev/test: the 100 HLT-NAACL 2003 gold pairs (sure + possible links, English source). "
         f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len {args.max_len}` "
         f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in meta)} training pairs kept), "
         f"both directions trained side by side, {args.rounds} x {args.train_minutes:g} min of wall time each (SIGTERM via "

@@ -164,9 +164,9 @@ def test_exactness_check_can_fail():
     model = make_model("luong_tiny", embed_dim=10, hidden_size=12)
     original = LuongModel._feed_loop
 
-    def broken(self, emb, state, enc):
+    def broken(self, emb, state, enc, *args, **kwargs):
         state = {**state, "feed": state["feed"] + 0.5}
-        return original(self, emb, state, enc)
+        return original(self, emb, state, enc, *args, **kwargs)
 
     LuongModel._feed_loop = broken
     try:

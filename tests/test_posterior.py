@@ -220,3 +220,13 @@ def test_unk_posterior_refusals_are_one_line(tmp_path, arch, extra, message):
     assert res.exit_code == 1
     msg = res.output.strip()
     assert msg.startswith("nmtkit-translate: error: ") and "\n" not in msg and message in msg, msg
+
+
+@pytest.mark.parametrize("arch, overrides", [("rnnencdec_tiny", {}), ("luong_tiny", {"attention": "none", "input_feeding": False})])
+def test_models_without_a_posterior_refuse_with_an_nmtkit_error(arch, overrides):
+    from nmtkit.errors import NmtkitError
+
+    model = build(arch, **overrides)
+    assert not model.has_posterior
+    with pytest.raises(NmtkitError, match="attention posterior"):
+        model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))

@@ -271,7 +271,7 @@ class Translator:
             hyps = self._search([items[k]["ids"] for k in batch], self._shortlist_ids([items[k] for k in batch]))
             posteriors = self._unk_posteriors([items[k]["ids"] for k in batch], hyps) if self.unk_posterior else {}
             for j, (k, nbest) in enumerate(zip(batch, hyps)):
-                results[k] = self._finish(items[k], nbest, {c: a for (jj, c), a in posteriors.items() if jj == j})
+                results[k] = self._finish(items[k], nbest, posteriors.get(j))
         self.seconds += time.perf_counter() - t0
         self.n_sentences += len(items)
         out = [r for r in results if r is not None]
@@ -299,21 +299,22 @@ class Translator:
                 return_attention=self.replace_unk or self.alignments, shortlist=shortlist,
             )
 
-    def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[tuple[int, int], torch.Tensor]:
-        """``(sentence, candidate) -> attention [len + 1, S]`` of every candidate with an ``<unk>``,
+    def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[int, dict[int, torch.Tensor]]:
+        """``sentence -> candidate -> attention [len + 1, S]`` of every candidate with an ``<unk>``,
         whose ``<unk>`` rows are the posterior given the ``<unk>`` (the other rows: the prior),
         from forced passes over them in batches of at most ``batch_size`` candidates."""
         from nmtkit.data.dictionary import EOS_ID, PAD_ID, UNK_ID
         from nmtkit.generate.forced import collate, score_references
 
         keys = [(j, c) for j, nbest in enumerate(hyps) for c, h in enumerate(nbest) if UNK_ID in h.tokens]
-        out = {}
+        out: dict[int, dict[int, torch.Tensor]] = {}
         for k0 in range(0, len(keys), self.batch_size):
             part = keys[k0 : k0 + self.batch_size]
             src, slen = collate([list(id_lists[j]) + [EOS_ID] for j, _ in part], self.device)
             tgt, tlen = collate([hyps[j][c].tokens + [EOS_ID] for j, c in part], self.device)
             only_unks = tgt.masked_fill(tgt.ne(UNK_ID), PAD_ID)  # the likelihood of the <unk> rows only
-            out.update({key: r.attention for key, r in zip(part, score_references(self.model, src, slen, tgt, tlen, only_unks))})
+            for (j, c), r in zip(part, score_references(self.model, src, slen, tgt, tlen, only_unks)):
+                out.setdefault(j, {})[c] = r.attention
         return out
 
     def _finish(self, item: dict, nbest: list[Hypothesis], unk_attention: Optional[dict[int, torch.Tensor]] = None) -> Translation:

@@ -121,7 +121,9 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         (logits ``[B, T, V]``, attention posterior ``[B, T, S]``); only where ``has_posterior``
         (see :mod:`nmtkit.models.posterior`).  The prior is the decoder's own attention, also in
         a model with an alignment head (which ``forward`` reports instead)."""
-        raise NotImplementedError(f"{self.model_name} does not compute an attention posterior")
+        from nmtkit.errors import NmtkitError  # an optional capability: a refusal, not a missing method
+
+        raise NmtkitError(f"{self.model_name} does not compute an attention posterior (has_posterior is False)")
 
     # -- shared ----------------------------------------------------------------------
     def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:

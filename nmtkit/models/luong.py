@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from nmtkit.data.dictionary import PAD_ID
+from nmtkit.errors import NmtkitError
 from nmtkit.models.attention import ATTENTION_TYPES, SCORE_FUNCTIONS, LuongAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import (
@@ -200,10 +201,10 @@ class LuongModel(Seq2SeqModel):
         return torch.log_softmax(logits, dim=-1), attn, new_state
 
     def _feed_loop(
-        self, emb: Tensor, state: DecoderState, enc: EncoderOutput
-    ) -> tuple[Tensor, Optional[Tensor], Tensor]:
+        self, emb: Tensor, state: DecoderState, enc: EncoderOutput, keep_tops: bool = False
+    ) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
         """Teacher-forced input-feeding decoder over all steps -> (h~ ``[B, T, H]``, attention,
-        top decoder states ``h_t`` ``[B, T, H]``) (see the module docstring):
+        top decoder states ``h_t`` ``[B, T, H]`` if ``keep_tops`` else None) (see the module docstring):
         the same computation as repeated :meth:`_step` calls, with the embedding half of
         the first layer's input projected once for all steps and no per-step concatenation."""
         rnn, layers = self.decoder, self.cfg.layers
@@ -243,21 +244,23 @@ class LuongModel(Seq2SeqModel):
             feed = htilde.squeeze(1)
             outs.append(htilde)
             attns.append(weights)
-            tops.append(inp)
+            if keep_tops:  # only the posterior reads them; training does not stack them
+                tops.append(inp)
         attn = torch.cat(attns, dim=1) if self.has_attention else None
-        return torch.cat(outs, dim=1), attn, torch.stack(tops, dim=1)
+        return torch.cat(outs, dim=1), attn, torch.stack(tops, dim=1) if keep_tops else None
 
     def _teacher_forced(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
-    ) -> tuple[EncoderOutput, Tensor, Tensor, Optional[Tensor]]:
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, keep_tops: bool = False
+    ) -> tuple[EncoderOutput, Optional[Tensor], Tensor, Optional[Tensor]]:
         """All steps given the previous words -> (encoder output, top decoder states ``h_t``
-        ``[B, T, H]``, attentional states h~ ``[B, T, H]``, attention ``[B, T, S]`` or None)."""
+        ``[B, T, H]`` (with input feeding only if ``keep_tops``), attentional states h~ ``[B, T, H]``,
+        attention ``[B, T, S]`` or None)."""
         enc = self.encode(src_tokens, src_lengths)
         state = self.init_decoder_state(enc)
         emb = self.tgt_embed(prev_output_tokens)  # [B, T, E]
         if self.input_feeding:
             # h~_{t-1} feeds step t, so the decoder must run one step at a time.
-            htilde, attn, top = self._feed_loop(emb, state, enc)
+            htilde, attn, top = self._feed_loop(emb, state, enc, keep_tops)
         else:
             top, _ = self.decoder(
                 self.embed_dropout(emb), (layers_first(state["h"]), layers_first(state["c"]))
@@ -278,8 +281,8 @@ class LuongModel(Seq2SeqModel):
     ) -> tuple[Tensor, Tensor]:
         # h~_t = tanh(W_c [c_t; h_t]): the W_c columns of c_t are linear in the context
         if not self.has_attention:
-            raise NotImplementedError("a model without attention has no attention posterior")
-        enc, top, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
+            raise NmtkitError("a Luong model without attention (--attention none) has no attention posterior")
+        enc, top, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens, keep_tops=True)
         logits = self.output_projection(self.output_dropout(htilde))
         w, split = self.W_c.weight, enc.states.size(-1)
         loglik = context_log_likelihoods(F.linear(top, w[:, split:]), F.linear(enc.states, w[:, :split]),

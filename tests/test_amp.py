@@ -5,15 +5,35 @@ import pytest
 import torch
 
 from nmtkit.errors import NmtkitError
+from nmtkit.utils import amp as amp_mod
 from nmtkit.utils.amp import resolve_amp
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda", 0)
 
 
-@pytest.mark.parametrize("amp", ["bf16", "fp16"])
-def test_explicit_half_precision_without_cuda_is_a_one_line_error(amp):
-    with pytest.raises(NmtkitError, match=rf"^--amp {amp} needs a CUDA device \(this run is on cpu; use --amp none or auto\)$"):
-        resolve_amp(amp, CPU)
+def test_fp16_without_cuda_is_a_one_line_error():
+    with pytest.raises(NmtkitError, match=r"^--amp fp16 needs a CUDA device \(this run is on cpu; use --amp none or auto\)$"):
+        resolve_amp("fp16", CPU)
+
+
+def test_bf16_on_a_cpu_with_native_bf16(monkeypatch):
+    monkeypatch.setattr(amp_mod, "cpu_has_native_bf16", lambda: True)
+    assert resolve_amp("bf16", CPU) == torch.bfloat16
+
+
+def test_bf16_on_a_cpu_without_native_bf16_says_why(monkeypatch):
+    monkeypatch.setattr(amp_mod, "cpu_has_native_bf16", lambda: False)
+    with pytest.raises(NmtkitError, match=r"^--amp bf16 on CPU needs native bf16 arithmetic \(AVX512_BF16 or AMX\), "
+                                          r"which this CPU lacks: emulated bf16 is slower than float32 \(use --amp none\)$"):
+        resolve_amp("bf16", CPU)
+
+
+def test_cpu_probe_follows_torch(monkeypatch):
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False, raising=False)
+    assert amp_mod.cpu_has_native_bf16() is False
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True, raising=False)
+    assert amp_mod.cpu_has_native_bf16() is True
 
 
 def test_auto_and_none_run_in_full_precision_off_cuda():

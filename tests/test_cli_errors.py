@@ -195,9 +195,9 @@ def test_disk_full_on_the_alignment_file_still_finishes_the_output_write(random_
 
 
 def test_half_precision_without_cuda_is_refused_by_translate(random_ckpt):
-    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--device", "cpu", "--amp", "bf16"], input="the cat .\n")
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--device", "cpu", "--amp", "fp16"], input="the cat .\n")
     assert res.exit_code == 1
-    assert one_line(res.output) == ("nmtkit-translate: error: --amp bf16 needs a CUDA device "
+    assert one_line(res.output) == ("nmtkit-translate: error: --amp fp16 needs a CUDA device "
                                     "(this run is on cpu; use --amp none or auto)")
 
 

@@ -40,6 +40,7 @@ from rich.table import Table
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
+from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-align"
 
@@ -126,7 +127,8 @@ def run_align(o: dict[str, Any]) -> None:
         torch.set_num_threads(o["threads"])
     aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                       align_shift=o["align_shift"], batch_size=o["batch_size"],
-                                      max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"])
+                                      max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],
+                                      amp=o["amp"])
 
     # every input is read and checked before any decoding
     if o["data"] is None:
@@ -223,6 +225,8 @@ def run_align(o: dict[str, Any]) -> None:
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None,
               help="Also bound sentences x longest side per batch.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
+@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
+              help="Forced decoding in mixed precision: bf16 on CUDA or a CPU with AVX512_BF16/AMX; auto: float32 on CPU.")
 @click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True, help="CPU threads (0: torch default).")
 @handle_errors(PROG)
 def command(**options: Any) -> None:

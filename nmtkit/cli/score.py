@@ -31,6 +31,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
 from nmtkit.evaluate.scoring import display_name as _display, score_files, score_model
+from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-score"
 
@@ -155,10 +156,10 @@ def _text_json(names: list[str], sys_files: list[str], metric_names: list[str],
 # model scoring (forced decoding of references)
 # ---------------------------------------------------------------------------------------
 def _score_model(*, checkpoints: str, data: str | None, split: str, source: str | None,
-                 target: str | None, batch_size: int, device: str, as_json: bool) -> None:
+                 target: str | None, batch_size: int, device: str, amp: str, as_json: bool) -> None:
     """Reference log-probabilities per sentence and corpus perplexity under a model/ensemble."""
     scores = score_model(checkpoints, data=data, split=split, source=source, target=target,
-                         batch_size=batch_size, device=device)
+                         batch_size=batch_size, device=device, amp=amp)
     paths, logprobs, counts = scores.checkpoints, scores.logprobs, scores.n_tokens
     total, n_tokens, ppl = scores.total_logprob, scores.total_tokens, scores.perplexity
 
@@ -219,12 +220,14 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1),
               help="Model scoring: sentences per batch.")
 @click.option("--device", default="auto", show_default=True, help="Model scoring: auto, cpu or cuda[:N].")
+@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
+              help="Model scoring in mixed precision: bf16 on CUDA or a CPU with AVX512_BF16/AMX; auto: float32 on CPU.")
 @handle_errors(PROG)
 def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str | None, tokenized: bool,
             lowercase: bool, sentence_level: bool, by_length: bool, src_file: str | None, buckets: str | None,
             plot: str | None, labels: str | None, paired_bootstrap: bool, bootstrap_samples: int,
             as_json: bool, checkpoints: str | None, data: str | None, split: str, source: str | None,
-            target: str | None, batch_size: int, device: str) -> None:
+            target: str | None, batch_size: int, device: str, amp: str) -> None:
     """Score translations against references (BLEU, chrF, TER), or references under a model."""
     if checkpoints is not None:
         given = locals()
@@ -233,7 +236,7 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
             opts = ", ".join("--" + n.replace("_files", "").replace("_file", "").replace("_", "-") for n in clash)
             raise NmtkitError(f"--path (model scoring) cannot be combined with {opts}")
         _score_model(checkpoints=checkpoints, data=data, split=split, source=source, target=target,
-                     batch_size=batch_size, device=device, as_json=as_json)
+                     batch_size=batch_size, device=device, amp=amp, as_json=as_json)
         return
     if data is not None or source is not None or target is not None:
         raise NmtkitError("--data, --source and --target are for model scoring and need --path")

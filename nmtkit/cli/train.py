@@ -8,6 +8,7 @@ import click
 from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.signals import handles_sigterm
+from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-train"
 
@@ -93,7 +94,8 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--train-subset", default="train", show_default=True)
 @click.option("--valid-subset", default="valid", show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda[:N] (auto takes a GPU when present).")
-@click.option("--amp", type=click.Choice(["auto", "none", "bf16", "fp16"]), default="auto", show_default=True, help="Mixed precision on GPU.")
+@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
+              help="Mixed precision: bf16 on CUDA or on a CPU with AVX512_BF16/AMX (weights and checkpoints stay float32); fp16 on CUDA; auto: bf16/fp16 on CUDA, float32 on CPU.")
 @click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
 @click.option("--reset-optimizer", is_flag=True, help="Resume with a fresh optimizer (allows another --optimizer).")

@@ -20,6 +20,7 @@ from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import InputError
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
+from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-translate"
 COPY = "\0copy"  # --replace-unk without a dictionary
@@ -53,7 +54,8 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Also cap padded source tokens per batch.")
 @click.option("--max-source-len", type=click.IntRange(min=1), help="Truncate longer inputs (with a warning naming the line) [model limit or 400].")
 @click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda[:N].")
-@click.option("--amp", type=click.Choice(["auto", "none", "bf16", "fp16"]), default="auto", show_default=True)
+@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
+              help="Mixed precision: bf16 on CUDA or on a CPU with AVX512_BF16/AMX (weights and checkpoints stay float32); fp16 on CUDA; auto: bf16/fp16 on CUDA, float32 on CPU.")
 @click.option("--threads", default=0, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
 @click.option("--quantize", type=click.Choice(["none", "int8"]), default="none", show_default=True,

@@ -55,7 +55,8 @@ class Aligner:
     def __init__(self, model: EnsembleModel, ckpt: dict[str, Any], device: torch.device, *,
                  reverse_model: Optional[EnsembleModel] = None, reverse_ckpt: Optional[dict[str, Any]] = None,
                  symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
-                 max_tokens: Optional[int] = None, posterior: bool = False) -> None:
+                 max_tokens: Optional[int] = None, posterior: bool = False,
+                 amp_dtype: Optional[torch.dtype] = None) -> None:
         from nmtkit.checkpoint import pipelines_from_checkpoint
 
         check_symmetrize_options(symmetrize, reverse_model is not None)
@@ -63,6 +64,7 @@ class Aligner:
             if m is not None:
                 check_posterior_options(m, posterior, align_shift)
         self.posterior = posterior
+        self.amp_dtype = amp_dtype
         self.model, self.ckpt, self.device = model, ckpt, device
         self.reverse_model, self.reverse_ckpt = reverse_model, reverse_ckpt
         self.method = (symmetrize or DEFAULT_SYMMETRIZATION) if reverse_model is not None else None
@@ -74,12 +76,13 @@ class Aligner:
                         reverse_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], None] = None,
                         symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
                         max_tokens: Optional[int] = None, device: Union[str, torch.device, None] = None,
-                        posterior: bool = False) -> "Aligner":
+                        posterior: bool = False, amp: str = "auto") -> "Aligner":
         """Load the source->target checkpoint(s) and, if given, the target->source ones.
 
         ``symmetrize`` (with ``reverse_path``): intersect, union, grow-diag-final or
         grow-diag-final-and (the default).  ``align_shift``: read target word t's links from step t+shift.
         ``posterior``: read links off the attention posterior given each target word (rnnsearch, luong).
+        ``amp``: mixed precision of the forced decoding (:func:`nmtkit.utils.amp.resolve_amp`).
         """
         from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
         from nmtkit.utils.device import parse_device
@@ -89,7 +92,10 @@ class Aligner:
         split_checkpoint_paths(fwd)  # every file exists, before any is loaded
         if rev is not None:
             split_checkpoint_paths(rev)
+        from nmtkit.utils.amp import resolve_amp
+
         dev = parse_device(device)
+        amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
         model, ckpts = load_ensemble(fwd, dev)
         rev_model = rev_ckpt = None
         if rev is not None:
@@ -97,7 +103,8 @@ class Aligner:
             rev_ckpt = rev_ckpts[0]
             check_reverse(ckpts[0], rev_ckpt, rev)
         return cls(model, ckpts[0], dev, reverse_model=rev_model, reverse_ckpt=rev_ckpt, symmetrize=symmetrize,
-                   align_shift=align_shift, batch_size=batch_size, max_tokens=max_tokens, posterior=posterior)
+                   align_shift=align_shift, batch_size=batch_size, max_tokens=max_tokens, posterior=posterior,
+                   amp_dtype=amp_dtype)
 
     # -- inputs -------------------------------------------------------------------------------
     def read_split(self, data_dir: Union[str, os.PathLike], split: str) -> tuple[list[str], list[str], str, str]:
@@ -211,9 +218,10 @@ class Aligner:
         """Force-align one direction, behind a progress bar (sentences/s) when asked."""
         from contextlib import nullcontext
 
+        from nmtkit.utils.amp import autocast
         from nmtkit.utils.progress import progress_bar
 
-        with (progress_bar("sentences", transient=True) if show_progress else nullcontext()) as progress:
+        with autocast(self.device, self.amp_dtype), (progress_bar("sentences", transient=True) if show_progress else nullcontext()) as progress:
             task = progress.add_task(label, total=len(pairs)) if progress is not None else None
             return force_align(model, pairs, align_shift=self.align_shift, batch_size=self.batch_size,
                                max_tokens=self.max_tokens, device=self.device, keep_attention=keep,

@@ -169,7 +169,7 @@ class ModelScores:
 
 
 def forced_scores(checkpoints: str, *, data_dir: Optional[str], split: str, source: Optional[str],
-                  target: Optional[str], batch_size: int, device: Any) -> list[Any]:
+                  target: Optional[str], batch_size: int, device: Any, amp_dtype: Any = None) -> list[Any]:
     """Load the checkpoints as one ensemble and force-decode the references.
 
     The references come from a preprocessed split (``data_dir``/``split``: ids as
@@ -204,17 +204,21 @@ def forced_scores(checkpoints: str, *, data_dir: Optional[str], split: str, sour
         tgt_seqs = [model.tgt_dict.encode(tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]
     if not src_seqs:
         raise NmtkitError(f"nothing to score: split {split!r} of {data_dir} is empty")
-    return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
+    from nmtkit.utils.amp import autocast
+
+    with autocast(device, amp_dtype):
+        return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
 
 
 def score_model(checkpoints: Union[str, Sequence[str]], *, data: Optional[str] = None, split: str = "test",
                 source: Optional[str] = None, target: Optional[str] = None, batch_size: int = 32,
-                device: Any = None) -> ModelScores:
+                device: Any = None, amp: str = "auto") -> ModelScores:
     """Log-probability of references under a checkpoint or ensemble (``"a.pt:b.pt"`` or a list).
 
     The references are a preprocessed split (``data`` + ``split``) or raw ``source``/``target`` files.
     """
     from nmtkit.generate.loading import split_checkpoint_paths
+    from nmtkit.utils.amp import resolve_amp
     from nmtkit.utils.device import parse_device
 
     checkpoints = checkpoints if isinstance(checkpoints, str) else ":".join(os.fspath(p) for p in checkpoints)
@@ -225,6 +229,8 @@ def score_model(checkpoints: Union[str, Sequence[str]], *, data: Optional[str] =
         raise NmtkitError("model scoring needs --data DIR (with --split) or both --source and --target")
     if source is not None and source == target == "-":
         raise NmtkitError("standard input ('-') can be read only once")
+    dev = parse_device(device)
+    amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
     results = forced_scores(checkpoints, data_dir=data, split=split, source=source, target=target,
-                            batch_size=batch_size, device=parse_device(device))
+                            batch_size=batch_size, device=dev, amp_dtype=amp_dtype)
     return ModelScores(paths, [float(r.log_prob) for r in results], [int(r.num_tokens) for r in results])

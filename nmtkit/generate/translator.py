@@ -33,7 +33,7 @@ from nmtkit.generate.quantize import check_quantize, quantize_ensemble
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words
-from nmtkit.utils.amp import resolve_amp
+from nmtkit.utils.amp import autocast, resolve_amp
 
 UNK = "<unk>"
 
@@ -189,6 +189,8 @@ class Translator:
         if unk_posterior and quantize != "none":
             raise NmtkitError("--unk-posterior needs the float32 model: not with --quantize")
         amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
+        if amp_dtype is not None and quantize != "none":
+            raise NmtkitError(f"--quantize {quantize} runs its own int8 arithmetic: not with --amp {amp} (use --amp none)")
         paths = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
         model, ckpts = load_ensemble(paths, dev)
         quantize_ensemble(model, quantize, dev)
@@ -291,8 +293,7 @@ class Translator:
         src, lengths = pad_sequences(id_lists)
         src, lengths = src.to(self.device), lengths.to(self.device)
         s = self.search
-        ctx = torch.autocast("cuda", dtype=self.amp_dtype) if self.amp_dtype is not None else _null()
-        with ctx:
+        with autocast(self.device, self.amp_dtype):
             return beam_search(
                 self.model, src, lengths, beam=s.beam, nbest=s.nbest, max_len_a=s.max_len_a, max_len_b=s.max_len_b,
                 min_len=s.min_len, lenpen=s.lenpen, lenpen_form=s.lenpen_form, unkpen=s.unkpen,
@@ -371,14 +372,6 @@ def pipelines_from_data(data_dir: Union[str, os.PathLike], model: EnsembleModel)
     if data.src_dict != model.src_dict or data.tgt_dict != model.tgt_dict:
         raise NmtkitError(f"{data_dir}: dictionaries do not match the checkpoint's (preprocessed with other settings?)")
     return data.pipeline(data.src_lang), data.pipeline(data.tgt_lang)
-
-
-class _null:
-    def __enter__(self):  # noqa: ANN204
-        return self
-
-    def __exit__(self, *a):  # noqa: ANN002, ANN204
-        return False
 
 
 def _batches(order: list[int], sizes: list[int], batch_size: int, max_tokens: Optional[int]) -> list[list[int]]:

@@ -198,7 +198,7 @@ class LuongModel(Seq2SeqModel):
         htilde, weights, new_state = self._step(self.tgt_embed(prev_tokens), state, enc)
         logits = self.project_output(self.output_dropout(htilde.squeeze(1)))
         attn = weights.squeeze(1) if weights is not None else None
-        return torch.log_softmax(logits, dim=-1), attn, new_state
+        return torch.log_softmax(logits.float(), dim=-1), attn, new_state
 
     def _feed_loop(
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput, keep_tops: bool = False

@@ -150,7 +150,7 @@ class RNNEncDecModel(Seq2SeqModel):
         emb = self.embed_dropout(self.tgt_embed(prev_tokens).unsqueeze(1))
         top, new_state = self._run(emb, state, enc)
         logits = self._logits(state["h"][:, -1:], top, emb, enc).squeeze(1)
-        return torch.log_softmax(logits, dim=-1), None, new_state
+        return torch.log_softmax(logits.float(), dim=-1), None, new_state
 
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor

@@ -129,7 +129,7 @@ class RNNSearchModel(Seq2SeqModel):
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         t, weights, new_state = self._step(self.embed_dropout(self.tgt_embed(prev_tokens)), state, enc)
         logits = self.project_output(self.output_dropout(t))
-        return torch.log_softmax(logits, dim=-1), weights, new_state
+        return torch.log_softmax(logits.float(), dim=-1), weights, new_state
 
     def _teacher_forced(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor

@@ -29,7 +29,7 @@ from nmtkit.checkpoint import epoch_checkpoints, load_checkpoint, model_payload,
 from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import LRSchedule, build_optimizer
-from nmtkit.utils.amp import resolve_amp
+from nmtkit.utils.amp import autocast, resolve_amp
 from nmtkit.utils.tempfiles import remove_stale_temps
 from nmtkit.train.display import TrainDisplay
 from nmtkit.train.options import TrainOptions
@@ -349,9 +349,7 @@ class Trainer:
 
     # -- one update -------------------------------------------------------------------------
     def _autocast(self):  # noqa: ANN202
-        if self.amp_dtype is None:
-            return nullcontext()
-        return torch.autocast(device_type="cuda", dtype=self.amp_dtype)
+        return autocast(self.device, self.amp_dtype)
 
     def _backward(self, indices: list[int], sync: bool) -> tuple[float, float, float, float]:
         """Forward and backward of one batch with the loss *summed* (times the world size,

@@ -1,34 +1,77 @@
-"""The one place that turns ``--amp auto|none|bf16|fp16`` into an autocast dtype.
+"""The one place that turns ``--amp auto|none|bf16|fp16`` into an autocast dtype, and the one
+autocast context every command runs its model under.
 
-Why one function: training and translation used to decide differently (translation silently
-ignored ``--amp bf16`` on CPU and turned it into fp16 on GPUs without bf16); now both refuse
-an explicit half precision without CUDA and agree on what ``auto`` means.
+Why one function: training, translation, scoring and alignment used to decide differently;
+now they refuse the same things with the same words and agree on what ``auto`` means.
+
+bf16 on CPU: on a CPU with native bf16 arithmetic (AVX512_BF16 or AMX) matrix products run
+at about twice the float32 rate, so ``--amp bf16`` is allowed there: weights, optimizer state
+and checkpoints stay float32, autocast runs the matrix products in bf16, and the softmax, the
+loss and the LSTM cell state stay float32 (the models take ``log_softmax`` of float32 logits;
+the cell update promotes to the float32 state).  Without native bf16, torch emulates it and
+is slower than float32, so it is refused.  ``auto`` stays float32 on CPU: bf16 changes the
+numbers (a run is then not reproducible on a CPU without bf16), so it is opted into;
+bench/RESULTS.md has the speed and BLEU measured both ways.
 """
 from __future__ import annotations
 
-from typing import Optional
-
-import torch
+from contextlib import nullcontext
+from typing import TYPE_CHECKING, ContextManager, Optional
 
 from nmtkit.errors import NmtkitError
 
+if TYPE_CHECKING:  # torch is imported where it is used: the CLI modules read AMP_CHOICES without it
+    import torch
+
 AMP_CHOICES = ("auto", "none", "bf16", "fp16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512_BF16 or AMX tiles), as torch sees it."""
+    import torch
+
+    cpu = getattr(torch, "cpu", None)
+    for probe in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
+        fn = getattr(cpu, probe, None)
+        try:
+            if fn is not None and fn():
+                return True
+        except Exception:  # noqa: BLE001 - a probe that fails means "not known to be there"
+            continue
+    return False
 
 
 def resolve_amp(amp: str, device: torch.device) -> Optional[torch.dtype]:
     """Autocast dtype for ``amp`` on ``device``; None means full precision.
 
     ``auto``: bf16 on CUDA devices that support it, else fp16; full precision off CUDA.
-    ``bf16``/``fp16`` without CUDA is an error rather than a silent full-precision run.
+    ``bf16`` on CPU needs native bf16; ``fp16`` needs CUDA.  Anything refused is a one-line
+    :class:`NmtkitError` saying why, never a silent full-precision run.
     """
+    import torch
+
     if amp not in AMP_CHOICES:
         raise NmtkitError(f"--amp must be one of {', '.join(AMP_CHOICES)}, got {amp!r}")
     if amp == "none":
         return None
-    if device.type != "cuda":
+    if device.type == "cuda":
         if amp == "auto":
-            return None
-        raise NmtkitError(f"--amp {amp} needs a CUDA device (this run is on {device}; use --amp none or auto)")
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.bfloat16 if amp == "bf16" else torch.float16
     if amp == "auto":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    return torch.bfloat16 if amp == "bf16" else torch.float16
+        return None
+    if amp == "bf16" and device.type == "cpu":
+        if not cpu_has_native_bf16():
+            raise NmtkitError("--amp bf16 on CPU needs native bf16 arithmetic (AVX512_BF16 or AMX), which this "
+                              "CPU lacks: emulated bf16 is slower than float32 (use --amp none)")
+        return torch.bfloat16
+    raise NmtkitError(f"--amp {amp} needs a CUDA device (this run is on {device}; use --amp none or auto)")
+
+
+def autocast(device: torch.device, dtype: Optional[torch.dtype]) -> ContextManager:
+    """Mixed precision on ``device`` with ``dtype`` (from :func:`resolve_amp`); None: a no-op."""
+    if dtype is None:
+        return nullcontext()
+    import torch
+
+    return torch.autocast(device_type=device.type, dtype=dtype)

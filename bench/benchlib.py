@@ -9,6 +9,8 @@ whole process tree (sampled from /proc, counts pages shared between forked worke
 """
 from __future__ import annotations
 
+import argparse
+
 import datetime as _dt
 import json
 import os
@@ -45,7 +47,30 @@ def add_common_args(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
     ap.add_argument("--data", default=default_data(), help="folder holding multi30k/ (default: $NMTKIT_DATA or ../shared/data; now %(default)s)")
     ap.add_argument("--work", default="/root/nmtkit-bench", help="where every output goes, outside the repo (default: %(default)s)")
     ap.add_argument("--peers", default=default_peers(), help="peer venvs folder (default: $NMTKIT_PEERS or ~/nmt-peers; now %(default)s)")
-    ap.add_argument("--record", action="store_true", help="append this run's section to bench/RESULTS.md")
+    ap.add_argument("--record", action=RecordFromCommit, nargs=0, default=False,
+                    help="append this run's section to bench/RESULTS.md and its records to bench/results.jsonl "
+                         "(refused on a tree with uncommitted changes: a record names the commit measured)")
+
+
+#: Files the scripts themselves append to: a tree whose only changes are earlier records is still the commit.
+RECORD_FILES = ("bench/RESULTS.md", "bench/results.jsonl")
+
+
+def uncommitted_changes() -> list[str]:
+    """Tracked files that differ from HEAD (records written by an earlier run excepted)."""
+    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                         capture_output=True, text=True, check=True).stdout
+    return [line[3:] for line in out.splitlines() if line[3:] not in RECORD_FILES]
+
+
+class RecordFromCommit(argparse.Action):
+    """``--record``: refused at once (before any measuring) unless the tree is a commit."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001, ANN204
+        changed = uncommitted_changes()
+        if changed:
+            parser.error(f"--record needs a committed tree, and these files have uncommitted changes: {', '.join(changed)}")
+        setattr(namespace, self.dest, True)
 
 
 def check_outside_repo(path: Path) -> None:

@@ -80,6 +80,8 @@ def main() -> None:
                     "1 suits a shared 2-core machine, 0 = torch default (default: %(default)s)")
     ap.add_argument("--parallel", action="store_true", help="train the two toolkits side by side (same background load) instead of back to back")
     ap.add_argument("--onmt-num-workers", type=int, default=None, help="OpenNMT-py DataLoader workers (default: its own default, 2)")
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="nmtkit's precision: none (float32, like for "
+                    "like with OpenNMT-py's float32) or bf16 (autocast, a fast path; needs a CPU with native bf16) (default: %(default)s)")
     ap.add_argument("--skip-onmt", action="store_true", help="time nmtkit only")
     ap.add_argument("--report-only", action="store_true", help="no training: summarize (and --record) the last run's logs again")
     args = ap.parse_args()
@@ -107,7 +109,7 @@ def main() -> None:
     ncmd = ["nmtkit-train", dest, "--arch", args.arch, *batch_args, "--max-epoch", "1",
             "--max-update", args.max_update, "--optimizer", "adam", "--lr", "0.001", "--valid-subset", "none",
             "--save-dir", save, "--no-epoch-checkpoints", "--log-interval", "50", "--seed", "1", "--device", "cpu",
-            "--threads", args.threads]
+            "--threads", args.threads, "--amp", args.amp]
     jobs = [{"cmd": ncmd, "log": logs / "nmtkit_train.log", "env": env}]
     prefix = f"OMP_NUM_THREADS={args.threads} " if args.threads else ""
     cmds = [prefix + shlex.join(map(str, ncmd))]
@@ -156,9 +158,10 @@ def main() -> None:
                 f"{st['loop_tok_s']:,.0f}", f"{st['steady_tok_s']:,.0f}", f"{run.wall:.1f}", f"{run.cpu:.1f}",
                 f"{st['loop_tokens'] / run.cpu:,.0f}", f"{run.maxrss_mb:.0f}", f"{run.tree_rss_mb:.0f}"]
 
-    rows = [row(f"nmtkit {args.arch}", nst, nrun)]
+    precision = "float32" if args.amp == "none" else "bf16 autocast"
+    rows = [row(f"nmtkit {args.arch} ({precision})", nst, nrun)]
     if ost:
-        rows.append(row("OpenNMT-py (same model)", ost, orun))
+        rows.append(row("OpenNMT-py (same model, float32)", ost, orun))
     body = (
         f"Multi30k En->De, BPE 10k joint, batch {f'--max-tokens {max_tokens}' if max_tokens else f'{args.batch_size} sentences'}, Adam 1e-3, clip 5, dropout 0.2, CPU, "
         f"{updates} updates (= one nmtkit epoch{'' if not args.max_update else f', capped by --max-update {args.max_update}'}); "
@@ -181,14 +184,16 @@ def main() -> None:
         )
     print("\n" + body)
     if args.record:
-        bl.append_results(bl.section(f"train speed: {args.arch} vs OpenNMT-py, one epoch", bl.machine_info(),
+        bl.append_results(bl.section(f"train speed: {args.arch} ({precision}) vs OpenNMT-py (float32)", bl.machine_info(),
                                      load_before, load_after, meta["software"], body, cmds))
-        rec = {"arch": args.arch, "threads": args.threads, "batch": f"{max_tokens} tokens" if max_tokens else f"{args.batch_size} sentences",
+        system = "nmtkit-fp32" if args.amp == "none" else "nmtkit-bf16"
+        rec = {"system": system, "amp": args.amp, "nmtkit": round(nst["steady_tok_s"], 1), "arch": args.arch, "threads": args.threads, "batch": f"{max_tokens} tokens" if max_tokens else f"{args.batch_size} sentences",
                "updates": nst["measured_updates"], "side_by_side": args.parallel,
                "nmtkit_tok_s": round(nst["steady_tok_s"], 1), "nmtkit_loop_tok_s": round(nst["loop_tok_s"], 1),
                "nmtkit_peak_rss_mb": round(nrun.maxrss_mb), "measure": "target tokens/s after update 50 (steady state)"}
         if ost:
-            rec.update(peer="OpenNMT-py 3.5.1", peer_tok_s=round(ost["steady_tok_s"], 1), peer_loop_tok_s=round(ost["loop_tok_s"], 1),
+            rec.update(peer="OpenNMT-py 3.5.1", peer_value=round(ost["steady_tok_s"], 1),
+                       ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1), peer_loop_tok_s=round(ost["loop_tok_s"], 1),
                        peer_peak_rss_mb=round(orun.maxrss_mb), ratio_vs_opennmt=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3),
                        ratio_vs_opennmt_loop=round(nst["loop_tok_s"] / ost["loop_tok_s"], 3))
         bl.append_jsonl([rec], {"bench": "train_speed", "load": {"before": load_before, "after": load_after}})

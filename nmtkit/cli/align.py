@@ -13,17 +13,14 @@ based attention (dot/general/concat) off the *next* step (shift 1), because the 
 computed at step t, from a decoder state that has just read y_{t-1}, pointed at the source of
 y_{t-1} in their models.  Here the default is 0, by measurement: in nmtkit's Luong model the
 attention of step t builds the attentional state that predicts y_t itself, and on the
-``nmtkit sample`` test set's gold links luong_tiny (global/general attention, input feeding;
-5,000 training pairs, batch 32, Adam 0.002) scored AER 0.78 / 0.46 / 0.29 / 0.23 after
-6 / 12 / 16 / 20 epochs with shift 0 against 0.87 / 0.88 / 0.89 / 0.88 with shift 1
-(rnnsearch_tiny: 0.36-0.47 against 0.87-0.90).  Shift 1 remains available for models that
-behave as the paper's did.
+``nmtkit sample`` test set's gold links shift 0 scored far lower AER than shift 1 for both
+luong_tiny and rnnsearch_tiny (tests/test_align_e2e.py has the measurements and pins the
+default).  Shift 1 remains available for models that behave as the paper's did.
 
 ``--posterior`` (rnnsearch, Luong): read the links off the attention posterior given each
 target word, ``α_ij · p(y_i | context h_j)`` normalised over ``j``, instead of the attention
 ``α_ij``, which is computed before ``y_i`` is known (:mod:`nmtkit.models.posterior`).  On the
-Hansards gold set it brought two plain 2-hour models from AER 0.619 to 0.290
-(grow-diag-final-and; bench/RESULTS.md).
+Hansards gold set it roughly halved the AER of plain models (bench/RESULTS.md, "AER: Canadian Hansards").
 
 Output streams: links on stdout (or ``--output``); tables and progress on stderr; with
 ``--json`` stdout carries only the scores.

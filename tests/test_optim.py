@@ -52,8 +52,35 @@ def test_early_stopping(tiny_parallel, tmp_path):
     assert [e["epoch"] for e in events if e["event"] == "valid"] == [1, 2, 3]
 
 
-def test_list_archs_prints_presets():
+def test_list_archs_prints_one_line_per_preset():
+    from nmtkit.models import registry
+
     res = CliRunner().invoke(train, ["--list-archs"])
     assert res.exit_code == 0
-    for arch in ("luong_wmt_en_de", "rnnsearch_50", "rnnencdec_50", "luong_tiny", "luong_t4_local_p_general"):
-        assert arch in res.output
+    lines = res.output.splitlines()
+    archs = registry.list_archs()
+    assert [line.split()[0] for line in lines] == list(archs)  # every preset once, in order, one line each
+    for line in lines:
+        name, model = line.split()[:2]
+        assert model == archs[name][0] and len(line) <= 160
+    assert "Luong et al. 2015 Table 4" in next(l for l in lines if l.startswith("luong_t4_global_dot "))
+
+
+def test_list_archs_name_prints_every_setting():
+    from nmtkit.models import registry
+
+    res = CliRunner().invoke(train, ["--list-archs", "luong_wmt_en_de"])
+    assert res.exit_code == 0
+    model, opts = registry.list_archs()["luong_wmt_en_de"]
+    assert res.output.splitlines()[0] == f"luong_wmt_en_de  (model {model})"
+    for key, value in opts.items():
+        assert f"  {key} = {value}" in res.output.splitlines()
+    assert "  hidden_size = 1000" in res.output and "  training: --" in res.output
+
+
+def test_list_archs_unknown_name_is_one_line_with_suggestions():
+    res = CliRunner().invoke(train, ["--list-archs", "luong_smal"])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("nmtkit-train: error: --list-archs: no preset named 'luong_smal' (did you mean luong_small")

@@ -5,12 +5,14 @@ import sys
 
 import click
 
-from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import FiniteFloat, NmtkitCommand, OneLineUsageError, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-train"
+
+_ALL_ARCHS = "\0all"  # --list-archs without a NAME
 
 #: Model options with their own flag (any other option: --model-opt KEY=VALUE).
 MODEL_FLAGS = ("embed_dim", "hidden_size", "layers", "dropout", "attention", "score", "input_feeding",
@@ -19,22 +21,42 @@ MODEL_FLAGS = ("embed_dim", "hidden_size", "layers", "dropout", "attention", "sc
                "dropout_embed", "dropout_hidden", "dropout_output", "init", "alignment_head")
 
 
-def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if not value or ctx.resilient_parsing:
-        return
-    from rich.table import Table
+def _short(text: str, limit: int) -> str:
+    """``text`` without its final period, cut at a word boundary to at most ``limit`` characters."""
+    text = text.rstrip(".")
+    if len(text) <= limit:
+        return text
+    return text[: text.rfind(" ", 0, limit - 1)].rstrip(",;:") + "…"
 
+
+def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """``--list-archs``: one line per preset; ``--list-archs NAME``: that preset's full settings."""
+    if value is None or ctx.resilient_parsing:
+        return
     from nmtkit.models import registry
 
-    table = Table(title="nmtkit architectures (--arch)", show_lines=False)
-    table.add_column("arch", style="bold")
-    table.add_column("model")
-    table.add_column("settings")
-    for arch, (model, opts) in registry.list_archs().items():
-        desc = registry.arch_description(arch)
-        settings = " ".join(f"{k}={v}" for k, v in opts.items())
-        table.add_row(arch, model, (desc + "\n" if desc else "") + settings)
-    console.print(table)
+    archs = registry.list_archs()
+    if value == _ALL_ARCHS:
+        width = max(map(len, archs))
+        mwidth = max(len(model) for model, _ in archs.values())
+        for arch, (model, _) in archs.items():
+            click.echo(f"{arch:<{width}}  {model:<{mwidth}}  {_short(registry.arch_description(arch), 100)}")
+        ctx.exit(0)
+    if value not in archs:
+        import difflib
+
+        close = difflib.get_close_matches(value, archs, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else " (--list-archs lists them)"
+        raise OneLineUsageError(f"--list-archs: no preset named {value!r}{hint}", PROG, ctx)
+    model, opts = archs[value]
+    click.echo(f"{value}  (model {model})")
+    desc = registry.arch_description(value)
+    if desc:
+        click.echo(desc)
+    for key, val in opts.items():
+        click.echo(f"  {key} = {val}")
+    for key, val in registry.train_defaults(value).items():
+        click.echo(f"  training: --{key.replace('_', '-')} {val}")
     ctx.exit(0)
 
 
@@ -55,7 +77,9 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 
 @click.command("train", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("data", type=click.Path())
-@click.option("--list-archs", is_flag=True, expose_value=False, is_eager=True, callback=list_archs_and_exit, help="Print every preset with its settings and exit.")
+@click.option("--list-archs", is_flag=False, flag_value=_ALL_ARCHS, default=None, metavar="[NAME]", expose_value=False,
+              is_eager=True, callback=list_archs_and_exit,
+              help="Print every preset, one line each, and exit; with NAME, that preset's full settings.")
 @click.option("--arch", "-a", default="luong_tiny", show_default=True, help="Architecture preset (see --list-archs).")
 @click.option("--save-dir", default="checkpoints", show_default=True, type=click.Path(file_okay=False))
 @click.option("--max-tokens", type=click.IntRange(min=1), help="Batch by padded token budget.")

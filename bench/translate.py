@@ -229,7 +229,8 @@ def bleu(hyp: Path, ref: Path) -> tuple[float, str]:
 #: nmtkit's fast paths, timed on the same checkpoint as the float32 run: name -> extra flags
 #: (the shortlist table is written by the eval phase itself, see ``shortlist_table``)
 VARIANTS = {"int8": ["--quantize", "int8"], "shortlist": ["--shortlist", "{table}"],
-            "int8+shortlist": ["--quantize", "int8", "--shortlist", "{table}"]}
+            "int8+shortlist": ["--quantize", "int8", "--shortlist", "{table}"],
+            "bf16": ["--amp", "bf16"], "bf16+shortlist": ["--amp", "bf16", "--shortlist", "{table}"]}
 
 
 def shortlist_table(args, dest: Path, ckpt: str, ev: Path, logs: Path) -> Path:  # noqa: ANN001
@@ -425,7 +426,7 @@ def main() -> None:
                     "init (luong_small: torch's default), which OpenNMT-py cannot match")
     ap.add_argument("--no-fairseq", dest="fairseq", action="store_false", help="leave fairseq's lstm out (default: train it "
                     "too, side by side, and time fairseq-interactive)")
-    ap.add_argument("--variants", default="int8,shortlist,int8+shortlist", help="nmtkit fast paths timed on the same checkpoint, "
+    ap.add_argument("--variants", default="int8,shortlist,int8+shortlist,bf16", help="nmtkit fast paths timed on the same checkpoint, "
                     f"comma-separated, of {','.join(VARIANTS)} (default: %(default)s; '' for none)")
     ap.add_argument("--shortlist-k", type=int, default=50, help="translations per source word in the shortlist table (default: %(default)s)")
     ap.add_argument("--sequential", action="store_true", help="train the two toolkits one after the other instead of side by side")

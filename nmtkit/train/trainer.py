@@ -44,7 +44,8 @@ from nmtkit.train.resume_policy import (
     option_defaults,
 )
 from nmtkit.train.state import TrainState, rng_state, seed_everything, set_rng_state
-from nmtkit.utils.textio import atomic_write, ensure_dir, output_error
+from nmtkit.train.trainlog import append_record
+from nmtkit.utils.textio import atomic_write, ensure_dir
 
 
 class StopTraining(Exception):
@@ -329,13 +330,8 @@ class Trainer:
     def log(self, record: dict) -> None:
         if not self.dist.is_main:
             return
-        record = {"time": round(time.time(), 3), **record}
         count = self._log_count()
-        try:
-            with open(self.log_path, "a", encoding="utf-8") as fh:  # appended, never overwritten
-                fh.write(json.dumps(record) + "\n")
-        except OSError as exc:  # a full disk: one line naming the log, not a traceback
-            raise output_error(exc, self.log_path) from exc
+        append_record(self.log_path, {"time": round(time.time(), 3), **record})  # never overwritten
         self._log_records = count + 1
 
     def _log_count(self) -> int:

@@ -9,6 +9,7 @@ score, align) reads them: neither may depend on the other.
 """
 from __future__ import annotations
 
+import io
 import os
 import pickle
 from pathlib import Path
@@ -29,10 +30,17 @@ ZIP_MAGIC = b"PK\x03\x04"
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """``torch.save`` through :func:`atomic_write`: a full disk is one error naming ``path``,
-    and the previous checkpoint stays intact."""
-    with atomic_write(path, "wb") as fh:
-        torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "nmtkit_version": __version__, **payload}, fh)
+    """``torch.save`` into memory, then the bytes through :func:`atomic_write`: a full disk or
+    ``ulimit -f`` is one error naming ``path`` (``No space left on device``, ``File too large``),
+    and the previous checkpoint stays intact.
+
+    Why not ``torch.save`` straight into the file: its zip writer turns a failed write into a
+    RuntimeError about stream positions, losing the errno and the file name.  The price is one
+    in-memory copy of the checkpoint while it is written."""
+    buf = io.BytesIO()
+    torch.save({"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "nmtkit_version": __version__, **payload}, buf)
+    with atomic_write(path, "wb") as fh, buf.getbuffer() as data:
+        fh.write(data)
 
 
 def epoch_checkpoints(save_dir: str | os.PathLike) -> list[Path]:

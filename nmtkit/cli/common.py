@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import io
 import os
+import signal
 import sys
+import threading
 from typing import Any, Callable
 
 import click
@@ -55,6 +57,16 @@ def _stdout_to_devnull() -> None:
         pass  # not a real file descriptor (tests capture stdout)
 
 
+def _ignore_sigxfsz() -> None:
+    """Past ``ulimit -f`` the kernel sends SIGXFSZ, whose default action kills the process with a
+    core dump, no message and temporary files left behind.  Ignored, the write fails with EFBIG
+    and is reported like any failed write (``PATH: File too large``).  CPython ignores it at
+    startup already, but not when embedded without its signal handlers: this does not rely on it."""
+    sig = getattr(signal, "SIGXFSZ", None)  # not on Windows
+    if sig is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(sig, signal.SIG_IGN)
+
+
 def handle_errors(prog: str) -> Callable:
     """Decorator turning errors into one line and a documented exit status, never a traceback.
 
@@ -65,6 +77,7 @@ def handle_errors(prog: str) -> Callable:
     def deco(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
+            _ignore_sigxfsz()
             try:
                 result = fn(*args, **kwargs)
                 sys.stdout.flush()  # a closed pipe shows here, not in Python's shutdown

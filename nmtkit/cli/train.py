@@ -109,6 +109,10 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
                    "nmtkit-preprocess --alignfile (0: off).")
 @click.option("--guided-alignment-loss", type=click.Choice(["ce", "mse"]), default="ce", show_default=True,
               help="Guided-alignment loss: cross-entropy against the row-normalised links, or squared error.")
+@click.option("--max-nonfinite-updates", default=10, show_default=True, type=click.IntRange(min=0),
+              help="Divergence: stop (exit 1) after more than N consecutive updates with a NaN/inf loss or gradient "
+                   "norm (0: at the first). Such updates are skipped and no checkpoint is written while they last; "
+                   "fp16 loss-scale overflows do not count.")
 @click.option("--label-smoothing", default=0.0, show_default=True, type=FiniteFloat(0, 1, max_open=True))
 @click.option("--patience", default=0, show_default=True, type=click.IntRange(min=0), help="Early stopping: epochs without validation improvement (0: off).")
 @click.option("--validate-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also validate every N updates.")

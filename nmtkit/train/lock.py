@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.tempfiles import pid_alive
-from nmtkit.utils.textio import ensure_dir
+from nmtkit.utils.textio import ensure_dir, output_error
 
 LOCK_NAME = ".lock"
 
@@ -82,8 +82,12 @@ class SaveDirLock:
                     raise NmtkitError(f"{self.save_dir} is in use by another nmtkit-train (pid {pid}); stop it or use "
                                       f"another --save-dir (remove {self.path} only if pid {pid} is not an nmtkit-train)")
                 continue
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(self._me + "\n")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(self._me + "\n")
+            except OSError as exc:  # a full disk: name the lock, and leave no PID-less lock behind
+                self.path.unlink(missing_ok=True)
+                raise output_error(exc, self.path) from exc
             self.held = True
             return
         raise NmtkitError(f"{self.path}: could not take the lock (another trainer keeps starting?)")

@@ -60,6 +60,9 @@ class TrainOptions:
     guided_alignment_weight: float = 0.0
     #: ce | mse (see nmtkit.train.guided).
     guided_alignment_loss: str = "ce"
+    #: Stop (exit 1) after more than this many consecutive updates with a non-finite loss or
+    #: gradient norm (0: at the first); see nmtkit.train.divergence.
+    max_nonfinite_updates: int = 10
 
     def validate(self) -> None:
         """One-line errors for option combinations no single click type can check."""

@@ -21,6 +21,7 @@ RESUME_MAY_CHANGE = frozenset({
     "device", "amp", "threads", "no_progress", "clip_norm", "label_smoothing", "halve_after", "lr_shrink",
     "plateau_patience", "min_lr", "update_freq", "loss_norm", "eval_bleu", "eval_bleu_beam",
     "eval_bleu_max_sentences", "best_checkpoint_metric", "guided_alignment_weight", "guided_alignment_loss",
+    "max_nonfinite_updates",
 })
 #: Refused (every difference in one error): another run, not a continuation of this one.  Each
 #: names the ``--reset-*`` flag that starts that part fresh on purpose.
@@ -40,7 +41,7 @@ RESUME_NOT_COMPARED = ("data", "save_dir", "arch")
 FLAG_NAMES = {"keep_epoch_checkpoints": "--no-epoch-checkpoints"}
 #: train_log.jsonl events that record the history of runs rather than work of an update: kept
 #: when a resumed run drops the records of updates it redoes.
-LOG_HISTORY_EVENTS = ("start", "end", "interrupted", "early_stop")
+LOG_HISTORY_EVENTS = ("start", "end", "interrupted", "early_stop", "diverged")
 
 
 def option_defaults() -> dict[str, Any]:

@@ -16,7 +16,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import numpy as np
 import torch
@@ -25,6 +25,7 @@ from nmtkit.data.dataset import DataDir, PaddingCounter, ParallelDataset, collat
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
+from nmtkit.train.divergence import DivergenceGuard, Diverged, weights_problem
 from nmtkit.checkpoint import epoch_checkpoints, load_checkpoint, model_payload, save_checkpoint
 from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
@@ -44,7 +45,8 @@ from nmtkit.train.resume_policy import (
     option_defaults,
 )
 from nmtkit.train.state import TrainState, rng_state, seed_everything, set_rng_state
-from nmtkit.utils.textio import atomic_write, ensure_dir, output_error
+from nmtkit.train.trainlog import append_record
+from nmtkit.utils.textio import atomic_write, ensure_dir
 
 
 class StopTraining(Exception):
@@ -114,6 +116,8 @@ class Trainer:
         self._stop_signal: Optional[int] = None
         self._interruptible_depth = 0  # > 0 inside validation: a signal stops at once
         self._saved_at: Optional[tuple[int, int, int]] = None  # (epoch, batches_done, update) of the last save
+        self._last_checkpoint_update: Optional[int] = None  # the update checkpoint_last.pt holds (None: no file)
+        self.guard = DivergenceGuard(opt.max_nonfinite_updates)
         self.log_path = self.save_dir / "train_log.jsonl"
         self._log_records: Optional[int] = None  # lines in train_log.jsonl, counted on first use
         self._train_fingerprint: Optional[dict] = None
@@ -210,6 +214,7 @@ class Trainer:
             state.batches_done = 0
             state.epoch_nll = state.epoch_tokens = 0.0
         self.state = state
+        self._last_checkpoint_update = state.update
         set_rng_state(ts["rng"])
         dropped = self._prune_log(ts.get("log_records"), state.update)
         if dropped:
@@ -317,25 +322,41 @@ class Trainer:
         }
         return payload
 
-    def save(self, names: list[str]) -> None:
+    def save(self, names: list[str]) -> bool:
+        """Write the checkpoints ``names``; False when held back because the latest updates were
+        non-finite (:mod:`nmtkit.train.divergence`: the files keep the last good state)."""
+        update = self.state.update
+        problem = weights_problem(self.model.state_dict().items())  # on every rank: the same weights
+        if problem:
+            self._diverged(f"{problem} after update {update}")
+        if self.guard.streak:
+            if self.dist.is_main:
+                self.console.print(f"[yellow]warning:[/yellow] not writing {', '.join(names)}: {self.guard.describe(update)}")
+            return False
         if not self.dist.is_main:
-            return
+            return True
         payload = self._payload()
         for name in names:
             save_checkpoint(self.save_dir / name, payload)
-        self._saved_at = (self.state.epoch, self.state.batches_done, self.state.update)
+        self._saved_at = (self.state.epoch, self.state.batches_done, update)
+        if "checkpoint_last.pt" in names:
+            self._last_checkpoint_update = update
+        return True
+
+    def _diverged(self, reason: str) -> NoReturn:
+        """Stop training (exit 1), logging why and saying which checkpoint is kept."""
+        self.log({"event": "diverged", "update": self.state.update, "reason": reason})
+        last = self.save_dir / "checkpoint_last.pt"
+        kept = ("no checkpoint was written" if self._last_checkpoint_update is None
+                else f"{last} (update {self._last_checkpoint_update}) is kept")
+        raise Diverged(f"training diverged: {reason}; {kept}; try a lower --lr or --clip-norm")
 
     # -- logging ----------------------------------------------------------------------------
     def log(self, record: dict) -> None:
         if not self.dist.is_main:
             return
-        record = {"time": round(time.time(), 3), **record}
         count = self._log_count()
-        try:
-            with open(self.log_path, "a", encoding="utf-8") as fh:  # appended, never overwritten
-                fh.write(json.dumps(record) + "\n")
-        except OSError as exc:  # a full disk: one line naming the log, not a traceback
-            raise output_error(exc, self.log_path) from exc
+        append_record(self.log_path, {"time": round(time.time(), 3), **record})  # never overwritten
         self._log_records = count + 1
 
     def _log_count(self) -> int:
@@ -401,13 +422,16 @@ class Trainer:
                 p.grad.div_(denominator)
         clip = self.opt.clip_norm if self.opt.clip_norm > 0 else float("inf")
         gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        loss_scale = None
         if self.scaler is not None:
+            loss_scale = float(self.scaler.get_scale())  # the scale of this update, before update() changes it
             self.scaler.step(self.optimizer)
             self.scaler.update()
-        elif math.isfinite(gnorm):
+        elif math.isfinite(gnorm) and math.isfinite(nll_sum + align_sum):
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences), "align": align_sum}
+        return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences), "align": align_sum,
+                "loss_scale": loss_scale}
 
     # -- validation -------------------------------------------------------------------------
     @_interruptible
@@ -482,6 +506,8 @@ class Trainer:
                     break
                 if self._end_of_epoch(display):
                     break
+        if self.guard.streak:  # stopped (--max-update, --max-epoch ...) while updates were non-finite
+            self._diverged(f"{self.guard.describe(self.state.update)} at the end of the run")
         self.log({"event": "end", "epoch": self.state.epoch, "update": self.state.update, **self._padding_summary()})
         self._plot_curve()
         return self.state
@@ -499,6 +525,7 @@ class Trainer:
             out = self.train_step(group)
             st.batches_done = k + len(group)
             st.update += 1
+            diverged = self.guard.after_update(st.update, out["nll"] + out["align"], out["gnorm"], out["loss_scale"])
             st.epoch_nll += out["nll"]
             st.epoch_tokens += out["ntokens"]
             for key in ("nll", "ntokens", "sentences", "align"):
@@ -519,6 +546,8 @@ class Trainer:
                 self.log({"event": "train", **stats})
                 display.log_line(stats)
                 win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
+            if diverged:
+                self._diverged(diverged)
             if opt.validate_interval_updates and st.update % opt.validate_interval_updates == 0:
                 v = self.validate()
                 if v:
@@ -527,13 +556,13 @@ class Trainer:
             if opt.save_interval_updates and st.update % opt.save_interval_updates == 0:
                 self.save(["checkpoint_last.pt"])
             if opt.stop_time_hours > 0 and time.perf_counter() - self._t_start >= opt.stop_time_hours * 3600:
-                self.save(["checkpoint_last.pt"])
-                display.message(f"reached --stop-time-hours {opt.stop_time_hours:g}; wrote {self.save_dir / 'checkpoint_last.pt'} "
-                                "(rerun the same command to continue)")
+                if self.save(["checkpoint_last.pt"]):
+                    display.message(f"reached --stop-time-hours {opt.stop_time_hours:g}; wrote {self.save_dir / 'checkpoint_last.pt'} "
+                                    "(rerun the same command to continue)")
                 return False
             if opt.max_update > 0 and st.update >= opt.max_update:
-                self.save(["checkpoint_last.pt"])
-                display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")
+                if self.save(["checkpoint_last.pt"]):
+                    display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")
                 return False
             if self._stop_signal is not None:
                 self._stop()
@@ -554,10 +583,9 @@ class Trainer:
         """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state, say so, and
         raise KeyboardInterrupt (the command exits with status 130)."""
         st = self.state
-        if self._saved_at != (st.epoch, st.batches_done, st.update):
-            self.save(["checkpoint_last.pt"])
+        wrote = self._saved_at == (st.epoch, st.batches_done, st.update) or self.save(["checkpoint_last.pt"])
         name = signal.Signals(self._stop_signal).name if self._stop_signal is not None else "interrupt"
-        if self.dist.is_main:
+        if self.dist.is_main and wrote:
             self.console.print(f"{name}: wrote {self.save_dir / 'checkpoint_last.pt'} at update {st.update}; rerun the same command to resume")
         self.log({"event": "interrupted", "signal": name, "update": st.update, **self._padding_summary()})
         raise KeyboardInterrupt(name)
@@ -581,7 +609,8 @@ class Trainer:
         st = self.state
         if not v:
             return False
-        loss_better = st.best_valid_loss is None or v["valid_loss"] < st.best_valid_loss
+        finite = math.isfinite(v["valid_loss"])  # a NaN loss would become the best and stay it (NaN < x is False)
+        loss_better = finite and (st.best_valid_loss is None or v["valid_loss"] < st.best_valid_loss)
         if loss_better:
             st.best_valid_loss = v["valid_loss"]
         bleu = v.get("valid_bleu")

@@ -30,7 +30,8 @@ def tiny_parallel(tmp_path: Path) -> Path:
     return raw
 
 
-def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: str | None = None, **overrides) -> Path:
+def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: str | None = None,
+                    langs: tuple[str, str] = ("en", "de"), **overrides) -> Path:
     """An untrained but complete checkpoint (random weights) over a small vocabulary: fast to build,
     enough for everything that does not depend on translation quality."""
     from collections import Counter
@@ -45,7 +46,7 @@ def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: 
     torch.manual_seed(seed)
     name, cfg = registry.resolve_config(arch, overrides)
     model = registry.build_model(name, cfg, d, d)
-    save_checkpoint(path, model_payload(model, arch, TextPipeline("en"), TextPipeline("de")))
+    save_checkpoint(path, model_payload(model, arch, TextPipeline(langs[0]), TextPipeline(langs[1])))
     return path
 
 

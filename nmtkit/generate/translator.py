@@ -34,6 +34,7 @@ from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words
 from nmtkit.utils.amp import resolve_amp
+from nmtkit.utils.memory import allocation_guard
 
 UNK = "<unk>"
 
@@ -292,7 +293,8 @@ class Translator:
         src, lengths = src.to(self.device), lengths.to(self.device)
         s = self.search
         ctx = torch.autocast("cuda", dtype=self.amp_dtype) if self.amp_dtype is not None else _null()
-        with ctx:
+        with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {s.beam} "
+                              "(lower --beam, --batch-size or --max-tokens)"), ctx:
             return beam_search(
                 self.model, src, lengths, beam=s.beam, nbest=s.nbest, max_len_a=s.max_len_a, max_len_b=s.max_len_b,
                 min_len=s.min_len, lenpen=s.lenpen, lenpen_form=s.lenpen_form, unkpen=s.unkpen,

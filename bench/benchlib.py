@@ -238,6 +238,14 @@ def git_commit() -> str:
         return "unknown"
 
 
+def require_committed() -> None:
+    """``--record`` only from a committed tree: a recorded figure must name the code that gave it."""
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    if dirty:
+        sys.exit("--record needs a committed tree (git status shows changes); commit first or run without --record")
+
+
 def dist_version(python: str, dist: str) -> str:
     """Version of an installed distribution, as seen by the given interpreter."""
     code = f"import importlib.metadata as m; print(m.version({dist!r}))"

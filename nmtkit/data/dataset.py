@@ -20,7 +20,7 @@ import torch
 from nmtkit.data.alignments import ALIGN_SUFFIX, StoredAlignments
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.data.indexed import IndexedTokens
-from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.schema import Check, Choice, DictOf, Nullable, validate
 from nmtkit.utils.textio import read_lines
@@ -94,6 +94,10 @@ class DataDir:
         self.meta = read_meta(meta_path)
         self.src_lang: str = self.meta["source_lang"]
         self.tgt_lang: str = self.meta["target_lang"]
+        # BPE codes are read and checked now (bad UTF-8, a line that is not a merge), not when the
+        # first checkpoint is written; pipeline() hands on this text
+        self._codes_text = {lang: read_bpe_codes(pipe.bpe_codes) for lang in (self.src_lang, self.tgt_lang)
+                            if (pipe := TextPipeline.from_meta(self.meta, lang, self.path)).bpe_codes}
         self._dicts: dict[str, Dictionary] = {}
 
     @property
@@ -118,7 +122,9 @@ class DataDir:
         return self.dictionary(self.tgt_lang)
 
     def pipeline(self, lang: str) -> TextPipeline:
-        return TextPipeline.from_meta(self.meta, lang, self.path)
+        pipe = TextPipeline.from_meta(self.meta, lang, self.path)
+        pipe.bpe_codes_text = self._codes_text.get(lang)
+        return pipe
 
     def splits(self) -> list[str]:
         return list(self.meta.get("splits", {}))

@@ -27,7 +27,7 @@ def parse_device(name: Union[str, "torch.device", None] = "auto") -> "torch.devi
     if text == "cpu":
         return torch.device("cpu")
     if kind != "cuda" or (_ and not index.isdigit()):
-        raise NmtkitError(f"--device {text!r}: expected auto, cpu, cuda or cuda:N")
+        raise NmtkitError(f"--device {text!r}: expected auto, cpu or cuda[:N]")
     if not torch.cuda.is_available():
         raise NmtkitError(f"--device {text} asked for, but no CUDA GPU is available")
     count = torch.cuda.device_count()

@@ -176,3 +176,14 @@ def test_crafted_meta_json_is_one_line_naming_file_and_field(data_dir, tmp_path,
     line = one_line(res.output)
     assert line.startswith(f"nmtkit-{cmd}: error: {meta_path}: ") and expected in line, line
     assert not (tmp_path / "ck").exists() or not any((tmp_path / "ck").glob("*.pt"))
+
+
+def test_bpe_codes_reached_through_a_symlink_outside_the_data_directory_are_refused(data_dir, tmp_path):
+    outside = tmp_path / "elsewhere.codes"
+    outside.write_text("#version: 0.2\nt h\n", encoding="utf-8")
+    (data_dir / "bpe.codes").symlink_to(outside)
+    meta_path = _edit_meta(data_dir, _bpe("bpe.codes"))
+    res = _run_with_data("train", data_dir, tmp_path)
+    assert res.exit_code == 1
+    line = one_line(res.output)
+    assert line.startswith(f"nmtkit-train: error: {meta_path}: field 'bpe.codes.en' must be a file name inside"), line

@@ -96,9 +96,18 @@ class DataDir:
         self.tgt_lang: str = self.meta["target_lang"]
         # BPE codes are read and checked now (bad UTF-8, a line that is not a merge), not when the
         # first checkpoint is written; pipeline() hands on this text
-        self._codes_text = {lang: read_bpe_codes(pipe.bpe_codes) for lang in (self.src_lang, self.tgt_lang)
+        self._codes_text = {lang: self._read_codes(lang, pipe.bpe_codes) for lang in (self.src_lang, self.tgt_lang)
                             if (pipe := TextPipeline.from_meta(self.meta, lang, self.path)).bpe_codes}
         self._dicts: dict[str, Dictionary] = {}
+
+    def _read_codes(self, lang: str, path: str) -> str:
+        """The codes file's text, refused when a symbolic link takes it outside the directory
+        (training would inline that file into every checkpoint)."""
+        if not Path(path).resolve().is_relative_to(self.path.resolve()):
+            raise InputError(str(self.path / "meta.json"), None,
+                             f"field 'bpe.codes.{lang}' must be a file name inside the data directory "
+                             f"({path} leads outside it)")
+        return read_bpe_codes(path)
 
     @property
     def pair(self) -> str:

@@ -28,6 +28,7 @@ from nmtkit.evaluate.metrics import (
     perplexity,
     sentence_scores,
 )
+from nmtkit.utils.memory import allocation_guard
 from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 
 DEFAULT_METRICS = ("bleu", "chrf")
@@ -226,7 +227,8 @@ def forced_scores(checkpoints: str, *, data_dir: Optional[str], split: str, sour
         tgt_seqs = [model.tgt_dict.encode(tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]
     if not src_seqs:
         raise NmtkitError(f"nothing to score: split {split!r} of {data_dir} is empty")
-    return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
+    with allocation_guard(f"force-decoding batches of --batch-size {batch_size} (lower it)"):
+        return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
 
 
 def score_model(checkpoints: Union[str, Sequence[str]], *, data: Optional[str] = None, split: str = "test",

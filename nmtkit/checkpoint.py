@@ -19,14 +19,30 @@ import torch
 
 from nmtkit import __version__
 from nmtkit.data.dictionary import Dictionary
-from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.data.text_pipeline import TextPipeline, check_bpe_codes
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.schema import Choice, DictOf, ListOf, Nullable, validate
 from nmtkit.utils.textio import atomic_write
 
 CHECKPOINT_FORMAT = "nmtkit-checkpoint"
 CHECKPOINT_VERSION = 1
 #: ``torch.save`` writes a zip archive; anything else cannot be an nmtkit checkpoint.
 ZIP_MAGIC = b"PK\x03\x04"
+
+#: What rebuilding and running the model reads (:mod:`nmtkit.utils.schema`); training state is
+#: checked where it is resumed.
+PIPELINE_SCHEMA = {"lang": str, "tokenizer": Choice(("moses", "none")), "lowercase": bool,
+                   "bpe_codes_text?": Nullable(str)}
+CHECKPOINT_SCHEMA = {
+    "model_name": str,
+    "arch?": Nullable(str),
+    "model_config": DictOf(object),
+    "src_dict": ListOf(str),
+    "tgt_dict": ListOf(str),
+    "src_pipeline": PIPELINE_SCHEMA,
+    "tgt_pipeline": PIPELINE_SCHEMA,
+    "model": DictOf(torch.Tensor),
+}
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -74,6 +90,10 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         raise NmtkitError(f"{p}: not an nmtkit checkpoint")
     if ckpt.get("version") != CHECKPOINT_VERSION:
         raise NmtkitError(f"{p}: checkpoint format version {ckpt.get('version')}, this nmtkit reads {CHECKPOINT_VERSION}")
+    validate(ckpt, CHECKPOINT_SCHEMA, str(p))
+    for side in ("src_pipeline", "tgt_pipeline"):
+        if ckpt[side].get("bpe_codes_text") is not None:
+            check_bpe_codes(ckpt[side]["bpe_codes_text"], f"{p} ({side}.bpe_codes_text)")
     return ckpt
 
 
@@ -94,13 +114,26 @@ def model_payload(model: torch.nn.Module, arch: str, src_pipe: TextPipeline, tgt
 
 
 def build_model_from_checkpoint(ckpt: dict[str, Any], path: str | os.PathLike = "<checkpoint>"):  # noqa: ANN201
-    """Rebuild the model through the registry and load its weights (CPU, eval mode)."""
-    from nmtkit.models import registry
+    """Rebuild the model through the registry and load its weights (CPU, eval mode).
 
-    src_dict = Dictionary.from_symbols(ckpt["src_dict"])
-    tgt_dict = Dictionary.from_symbols(ckpt["tgt_dict"])
-    cfg = registry.config_from_dict(ckpt["model_name"], ckpt["model_config"])
-    model = registry.build_model(ckpt["model_name"], cfg, src_dict, tgt_dict)
+    For inference only: weights that are not finite (NaN/inf, a diverged run) are refused here,
+    naming the checkpoint, rather than translated into empty or garbage output."""
+    from nmtkit.models import registry
+    from nmtkit.utils.memory import allocation_guard
+
+    dicts = []
+    for field in ("src_dict", "tgt_dict"):
+        try:
+            dicts.append(Dictionary.from_symbols(ckpt[field]))
+        except ValueError as exc:
+            raise NmtkitError(f"{path}: field '{field}': {exc}") from None
+    check_finite_weights(ckpt["model"], path)
+    try:
+        cfg = registry.config_from_dict(ckpt["model_name"], ckpt["model_config"])
+        with allocation_guard(f"building the model of {path}"):
+            model = registry.build_model(ckpt["model_name"], cfg, *dicts)
+    except NmtkitError as exc:
+        raise NmtkitError(f"{path}: {exc}") from None
     try:
         model.load_state_dict(ckpt["model"])
     except RuntimeError as exc:
@@ -108,6 +141,13 @@ def build_model_from_checkpoint(ckpt: dict[str, Any], path: str | os.PathLike = 
         raise NmtkitError(f"{path}: weights do not fit model {ckpt['model_name']!r} ({first})") from None
     model.eval()
     return model
+
+
+def check_finite_weights(state: dict[str, torch.Tensor], path: str | os.PathLike) -> None:
+    """Every floating tensor of a state dict must be finite; the first one that is not is named."""
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise NmtkitError(f"{path}: weight '{name}' holds NaN or infinite values (a diverged run?)")
 
 
 def load_model(path: str | os.PathLike, device: Optional[torch.device] = None):  # noqa: ANN201

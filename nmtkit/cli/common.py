@@ -15,8 +15,10 @@ import click
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
+from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
 
-__all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat"]
+__all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
+           "SEED"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
@@ -39,6 +41,10 @@ class FiniteFloat(click.FloatRange):
         if out is not None and not math.isfinite(out):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return out
+
+
+#: ``--seed``: what ``torch.manual_seed`` accepts (a larger one was an overflow traceback).
+SEED = click.IntRange(0, 2**64 - 1)
 
 
 def fail(prog: str, message: str) -> None:
@@ -70,7 +76,7 @@ def _ignore_sigxfsz() -> None:
 def handle_errors(prog: str) -> Callable:
     """Decorator turning errors into one line and a documented exit status, never a traceback.
 
-    :class:`NmtkitError` and any OSError: ``prog: error: ...``, status 1; Ctrl-C: status 130;
+    :class:`NmtkitError`, any OSError and a failed allocation: ``prog: error: ...``, status 1; Ctrl-C: status 130;
     a reader that closed our stdout: status 141, silently.
     """
 
@@ -93,6 +99,12 @@ def handle_errors(prog: str) -> Callable:
             except OSError as exc:
                 reason = exc.strerror or str(exc) or type(exc).__name__
                 fail(prog, f"{exc.filename}: {reason}" if exc.filename else reason)
+            except (MemoryError, RuntimeError) as exc:
+                # the steps that allocate by an option's size name it (nmtkit.utils.memory); this
+                # catches the rest, still one line
+                if not is_allocation_failure(exc):
+                    raise
+                fail(prog, f"out of memory: {allocation_failure_message(exc)}")
 
         return wrapper
 

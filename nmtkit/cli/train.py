@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from nmtkit.cli.common import FiniteFloat, NmtkitCommand, OneLineUsageError, console, handle_errors
+from nmtkit.cli.common import SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, console, handle_errors, parse_device
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.amp import AMP_CHOICES
@@ -87,7 +87,7 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")
 @click.option("--max-update", default=0, show_default=True, type=click.IntRange(min=0), help="Stop after this many updates (0: no limit).")
 @click.option("--stop-time-hours", default=0.0, show_default=True, type=FiniteFloat(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
-@click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0))
+@click.option("--seed", default=1, show_default=True, type=SEED)
 @click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), help="[adam; the paper presets: theirs]")
 @click.option("--lr", type=FiniteFloat(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
 @click.option("--lr-schedule", type=click.Choice(["fixed", "halving", "plateau"]),
@@ -169,6 +169,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     if kw["max_tokens"] is None and kw["batch_size"] is None:
         kw["max_tokens"] = 4000
     opt = resolve_train_options(data, kw)
+    parse_device(opt.device)  # a bad --device fails before any data is read
     dist = distmod.init_distributed("cuda" if opt.device.startswith("cuda") or (opt.device == "auto" and _cuda()) else "cpu")
     lock = SaveDirLock(opt.save_dir, warn=lambda m: console.print(f"[yellow]warning:[/yellow] {m}"), enabled=dist.is_main)
     try:

@@ -20,11 +20,65 @@ import torch
 from nmtkit.data.alignments import ALIGN_SUFFIX, StoredAlignments
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.data.indexed import IndexedTokens
-from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes
 from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.schema import Check, Choice, DictOf, Nullable, validate
 from nmtkit.utils.textio import read_lines
 
 META_FORMAT_VERSION = 1
+
+
+def _inside_directory(name: object) -> bool:
+    """A relative path that stays inside the data directory (no absolute path, no ``..``)."""
+    return isinstance(name, str) and bool(name) and not os.path.isabs(name) and ".." not in Path(name).parts
+
+
+def _language(name: object) -> bool:
+    """A language suffix, part of file names: no path separator."""
+    return isinstance(name, str) and bool(name) and "/" not in name and os.sep not in name and name not in (".", "..")
+
+
+_LANG = Check(_language, "a language code (a string without '/')")
+#: What the readers of ``meta.json`` use (:mod:`nmtkit.utils.schema`).  BPE codes are named
+#: relative to the data directory: training inlines their text into every checkpoint, so a
+#: ``meta.json`` must not make it read (and ship) an arbitrary file.
+META_SCHEMA = {
+    "format": str,
+    "format_version": int,
+    "source_lang": _LANG,
+    "target_lang": _LANG,
+    "tokenizer?": Choice(("moses", "none")),
+    "lowercase?": bool,
+    "bpe?": {"type": Choice(("none", "subword-nmt")),
+             "codes?": DictOf(Check(_inside_directory, "a file name inside the data directory"))},
+    "dict_checksums?": DictOf(Nullable(str)),
+    "splits": DictOf(dict),
+}
+
+
+def read_meta(meta_path: Path) -> dict:
+    """Read and check ``meta.json``: one line naming the file and the field when it is not what
+    ``nmtkit-preprocess`` writes (a list, a number, nested too deeply, a field missing ...)."""
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(str(meta_path), None, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(str(meta_path), None, "not a data description (JSON nested too deeply)") from None
+    if not isinstance(meta, dict):
+        raise InputError(str(meta_path), None, f"must be a JSON object, not {type(meta).__name__}")
+    if meta.get("format") != "nmtkit-data":
+        raise NmtkitError(f"{meta_path}: not written by nmtkit-preprocess")
+    version = meta.get("format_version")
+    if version != META_FORMAT_VERSION:
+        raise NmtkitError(f"{meta_path}: data format version {version}, this nmtkit reads version {META_FORMAT_VERSION}")
+    validate(meta, META_SCHEMA, str(meta_path))
+    bpe = meta.get("bpe", {})
+    if bpe.get("type") == "subword-nmt":
+        for lang in (meta["source_lang"], meta["target_lang"]):
+            if lang not in bpe.get("codes", {}):
+                raise InputError(str(meta_path), None, f"field 'bpe.codes.{lang}' missing")
+    return meta
 
 
 class DataDir:
@@ -37,18 +91,23 @@ class DataDir:
             raise NmtkitError(f"{self.path}: no such data directory")
         if not meta_path.is_file():
             raise NmtkitError(f"{self.path}: not an nmtkit data directory (no meta.json; run nmtkit-preprocess first)")
-        try:
-            self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(str(meta_path), None, f"not valid JSON ({exc})") from None
-        if self.meta.get("format") != "nmtkit-data":
-            raise NmtkitError(f"{meta_path}: not written by nmtkit-preprocess")
-        version = self.meta.get("format_version")
-        if version != META_FORMAT_VERSION:
-            raise NmtkitError(f"{meta_path}: data format version {version}, this nmtkit reads version {META_FORMAT_VERSION}")
+        self.meta = read_meta(meta_path)
         self.src_lang: str = self.meta["source_lang"]
         self.tgt_lang: str = self.meta["target_lang"]
+        # BPE codes are read and checked now (bad UTF-8, a line that is not a merge), not when the
+        # first checkpoint is written; pipeline() hands on this text
+        self._codes_text = {lang: self._read_codes(lang, pipe.bpe_codes) for lang in (self.src_lang, self.tgt_lang)
+                            if (pipe := TextPipeline.from_meta(self.meta, lang, self.path)).bpe_codes}
         self._dicts: dict[str, Dictionary] = {}
+
+    def _read_codes(self, lang: str, path: str) -> str:
+        """The codes file's text, refused when a symbolic link takes it outside the directory
+        (training would inline that file into every checkpoint)."""
+        if not Path(path).resolve().is_relative_to(self.path.resolve()):
+            raise InputError(str(self.path / "meta.json"), None,
+                             f"field 'bpe.codes.{lang}' must be a file name inside the data directory "
+                             f"({path} leads outside it)")
+        return read_bpe_codes(path)
 
     @property
     def pair(self) -> str:
@@ -72,7 +131,9 @@ class DataDir:
         return self.dictionary(self.tgt_lang)
 
     def pipeline(self, lang: str) -> TextPipeline:
-        return TextPipeline.from_meta(self.meta, lang, self.path)
+        pipe = TextPipeline.from_meta(self.meta, lang, self.path)
+        pipe.bpe_codes_text = self._codes_text.get(lang)
+        return pipe
 
     def splits(self) -> list[str]:
         return list(self.meta.get("splits", {}))

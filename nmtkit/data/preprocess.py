@@ -20,7 +20,7 @@ from nmtkit.data.alignments import ALIGN_SUFFIX, check_alignfile_option, piece_l
 from nmtkit.data.dataset import META_FORMAT_VERSION
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
-from nmtkit.data.text_pipeline import TextPipeline, split_words
+from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.signals import default_signals_in_worker
@@ -150,6 +150,8 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raise NmtkitError("--bpe-codes needs --bpe subword-nmt")
     if opt.bpe_codes and not Path(opt.bpe_codes).is_file():
         raise InputError(opt.bpe_codes, None, "no such BPE codes file")
+    if opt.bpe_codes:
+        read_bpe_codes(opt.bpe_codes)  # bad UTF-8 or a line that is not a merge: now, naming the user's file
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
     align_prefs = check_alignfile_option(opt.alignfile, opt.trainpref)

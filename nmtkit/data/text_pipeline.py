@@ -15,7 +15,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Optional
+
+from nmtkit.errors import InputError
 
 BPE_SEP = "@@"
 _WS = re.compile(r"[ \t]+")
@@ -59,6 +62,38 @@ def merge_bpe(pieces: list[str]) -> list[str]:
     return out
 
 
+def read_bpe_codes(path: str | os.PathLike) -> str:
+    """The text of a subword-nmt codes file, checked (see :func:`check_bpe_codes`).
+
+    Newlines are read as text mode reads them (``\r\n`` -> ``\n``): the text is inlined into
+    checkpoints, and ensembles compare it."""
+    raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = raw.rfind(b"\n", 0, exc.start) + 1
+        raise InputError(str(path), raw.count(b"\n", 0, exc.start) + 1,
+                         f"invalid UTF-8 at byte {exc.start - start}") from None
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    check_bpe_codes(text, str(path))
+    return text
+
+
+def check_bpe_codes(text: str, name: str) -> None:
+    """Every merge line must hold two units, as subword-nmt requires: it would otherwise print
+    two lines of its own and exit the whole program (``sys.exit``)."""
+    lines = text.rstrip("\n").split("\n")
+    first = 1
+    if lines and lines[0].startswith("#version:"):
+        version = re.sub(r"(\.0+)*$", "", lines[0].split()[-1]) if lines[0].split()[1:] else ""
+        if not all(part.isdigit() for part in version.split(".")):
+            raise InputError(name, 1, f"not a subword-nmt version line: {lines[0][:60]!r}")
+        lines, first = lines[1:], 2
+    for k, line in enumerate(lines or [""], start=first):
+        if len(line.strip("\r\n ").split(" ")) != 2:
+            raise InputError(name, k, f"not a BPE merge (two units separated by a space): {line[:60]!r}")
+
+
 def piece_to_token_index(pieces: list[str]) -> list[int]:
     """For each BPE piece, the index of the token it belongs to."""
     idx, k = [], 0
@@ -98,8 +133,9 @@ class TextPipeline:
             from subword_nmt.apply_bpe import BPE
 
             if self.bpe_codes_text is None:
-                with open(self.bpe_codes, encoding="utf-8") as fh:
-                    self.bpe_codes_text = fh.read()
+                self.bpe_codes_text = read_bpe_codes(self.bpe_codes)
+            else:
+                check_bpe_codes(self.bpe_codes_text, f"the {self.lang} BPE codes")
             self._bpe = BPE(io.StringIO(self.bpe_codes_text))
         return self._bpe
 

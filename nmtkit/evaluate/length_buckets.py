@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate.metrics import corpus_bleu
+from nmtkit.evaluate.metrics import SCORE_CHUNK_LINES, CorpusAccumulator
 
 #: Upper-exclusive edges of the default buckets: <10, 10-19, ..., 60-69, 70+.
 DEFAULT_EDGES: tuple[int, ...] = (10, 20, 30, 40, 50, 60, 70)
@@ -79,6 +79,27 @@ def assign_buckets(lengths: Sequence[int], edges: Sequence[int] = DEFAULT_EDGES)
     return groups
 
 
+class LengthBucketAccumulator:
+    """BLEU per length bucket from chunks of a corpus (bounded memory: per bucket, BLEU's
+    sufficient statistics, not its lines).  :meth:`add` chunks in corpus order, then :meth:`result`."""
+
+    def __init__(self, edges: Sequence[int] = DEFAULT_EDGES, *, tokenized: bool = False, lowercase: bool = False) -> None:
+        self.edges = tuple(edges)
+        self.bounds = bucket_bounds(self.edges)
+        self.scores = [CorpusAccumulator("bleu", tokenized=tokenized, lowercase=lowercase) for _ in self.bounds]
+
+    def add(self, hyps: Sequence[str], refs: Sequence[Sequence[str]], basis: Sequence[str]) -> None:
+        """A chunk of hypotheses, its reference streams and the lines whose length decides the bucket."""
+        lengths = [len(line.split()) for line in basis]
+        for acc, idx in zip(self.scores, assign_buckets(lengths, self.edges)):
+            if idx:
+                acc.add([hyps[i] for i in idx], [[stream[i] for i in idx] for stream in refs])
+
+    def result(self) -> list[BucketScore]:
+        return [BucketScore(label=label, lo=lo, hi=hi, count=acc.lines, bleu=acc.result().score if acc.lines else None)
+                for (lo, hi, label), acc in zip(self.bounds, self.scores)]
+
+
 def bleu_by_length(hyps: Sequence[str], refs: Sequence[Sequence[str]],
                    src: Sequence[str] | None = None, edges: Sequence[int] = DEFAULT_EDGES, *,
                    tokenized: bool = False, lowercase: bool = False) -> list[BucketScore]:
@@ -87,13 +108,8 @@ def bleu_by_length(hyps: Sequence[str], refs: Sequence[Sequence[str]],
     if len(basis) != len(hyps):
         what = "source" if src is not None else "reference"
         raise NmtkitError(f"{what} has {len(basis)} lines but the system output has {len(hyps)}")
-    lengths = [len(line.split()) for line in basis]
-    out: list[BucketScore] = []
-    for (lo, hi, label), idx in zip(bucket_bounds(edges), assign_buckets(lengths, edges)):
-        bleu = None
-        if idx:
-            sub_hyps = [hyps[i] for i in idx]
-            sub_refs = [[stream[i] for i in idx] for stream in refs]
-            bleu = corpus_bleu(sub_hyps, sub_refs, tokenized=tokenized, lowercase=lowercase).score
-        out.append(BucketScore(label=label, lo=lo, hi=hi, count=len(idx), bleu=bleu))
-    return out
+    acc = LengthBucketAccumulator(edges, tokenized=tokenized, lowercase=lowercase)
+    for i in range(0, len(hyps), SCORE_CHUNK_LINES):
+        part = slice(i, i + SCORE_CHUNK_LINES)
+        acc.add(hyps[part], [stream[part] for stream in refs], basis[part])
+    return acc.result()

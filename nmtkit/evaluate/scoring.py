@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 from nmtkit.errors import NmtkitError
-from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, bleu_by_length, parse_edges
+from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, LengthBucketAccumulator, parse_edges
 from nmtkit.evaluate.metrics import (
     DEFAULT_BOOTSTRAP_SAMPLES,
+    SCORE_CHUNK_LINES,
     BootstrapResult,
+    CorpusAccumulator,
     MetricResult,
     corpus_scores,
     paired_bootstrap,
@@ -26,7 +28,8 @@ from nmtkit.evaluate.metrics import (
     perplexity,
     sentence_scores,
 )
-from nmtkit.utils.textio import check_parallel, read_lines
+from nmtkit.utils.memory import allocation_guard
+from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 
 DEFAULT_METRICS = ("bleu", "chrf")
 
@@ -126,15 +129,35 @@ def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
     edges = parse_edges(buckets) if buckets is not None else DEFAULT_EDGES
     names = resolve_labels(sys_files, labels)
 
-    systems, refs, src = read_score_inputs(sys_files, ref_files, src_file)
     opts = {"tokenized": tokenized, "lowercase": lowercase}
+    n_sys, n_ref = len(sys_files), len(ref_files)
+    if paired_bootstrap_test:  # the bootstrap resamples whole corpora: it holds every line
+        systems, refs, src = read_score_inputs(sys_files, ref_files, src_file)
+        files = [*systems, *refs, *([src] if src is not None else [])]
+        chunks: Iterator[list[list[str]]] = ([f[i : i + SCORE_CHUNK_LINES] for f in files]
+                                             for i in range(0, len(files[0]), SCORE_CHUNK_LINES))
+    else:  # one chunk of every file in memory at a time
+        paths = [*sys_files, *ref_files, *([src_file] if src_file is not None else [])]
+        if sum(1 for p in paths if p == "-") > 1:
+            raise NmtkitError("standard input ('-') can be read only once")
+        chunks = iter_parallel_chunks(paths, SCORE_CHUNK_LINES, names=[display_name(p) for p in paths])
+    corpus = [{m: CorpusAccumulator(m, **opts) for m in metric_names} for _ in sys_files]
+    lengths = [LengthBucketAccumulator(edges, **opts) for _ in sys_files] if by_length else None
+    sentences: Optional[list[list[dict[str, float]]]] = [[] for _ in sys_files] if sentence_level else None
+    for chunk in chunks:
+        chunk_refs = chunk[n_sys : n_sys + n_ref]
+        basis = chunk[n_sys + n_ref] if src_file is not None else chunk_refs[0]
+        for k, hyps in enumerate(chunk[:n_sys]):
+            for acc in corpus[k].values():
+                acc.add(hyps, chunk_refs)
+            if lengths is not None:
+                lengths[k].add(hyps, chunk_refs, basis)
+            if sentences is not None:  # the per-line scores are kept (floats, not lines): they are the output
+                sentences[k].extend(sentence_scores(hyps, chunk_refs, metric_names, **opts))
     result = TextScores(names, sys_files, metric_names, opts,
-                        corpus=[corpus_scores(h, refs, metric_names, **opts) for h in systems],
-                        bucketed_by_source=src is not None)
-    if sentence_level:
-        result.sentences = [sentence_scores(h, refs, metric_names, **opts) for h in systems]
-    if by_length:
-        result.by_length = [bleu_by_length(h, refs, src, edges, **opts) for h in systems]
+                        corpus=[{m: acc.result() for m, acc in c.items()} for c in corpus],
+                        bucketed_by_source=src_file is not None, sentences=sentences,
+                        by_length=[acc.result() for acc in lengths] if lengths is not None else None)
     if paired_bootstrap_test:
         result.bootstrap = paired_bootstrap(list(zip(names, systems)), refs, metric_names,
                                             n_samples=bootstrap_samples, **opts)
@@ -143,7 +166,7 @@ def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
 
         plot_length_buckets(plot, [b.label for b in result.by_length[0]],
                             {n: [b.bleu for b in bs] for n, bs in zip(names, result.by_length)},
-                            xlabel="source sentence length (words)" if src is not None else "reference length (words)")
+                            xlabel="source sentence length (words)" if src_file is not None else "reference length (words)")
     return result
 
 
@@ -206,7 +229,7 @@ def forced_scores(checkpoints: str, *, data_dir: Optional[str], split: str, sour
         raise NmtkitError(f"nothing to score: split {split!r} of {data_dir} is empty")
     from nmtkit.utils.amp import autocast
 
-    with autocast(device, amp_dtype):
+    with autocast(device, amp_dtype), allocation_guard(f"force-decoding batches of --batch-size {batch_size} (lower it)"):
         return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
 
 

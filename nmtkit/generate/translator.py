@@ -34,6 +34,7 @@ from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words
 from nmtkit.utils.amp import autocast, resolve_amp
+from nmtkit.utils.memory import allocation_guard
 
 UNK = "<unk>"
 
@@ -293,7 +294,8 @@ class Translator:
         src, lengths = pad_sequences(id_lists)
         src, lengths = src.to(self.device), lengths.to(self.device)
         s = self.search
-        with autocast(self.device, self.amp_dtype):
+        with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {s.beam} "
+                              "(lower --beam, --batch-size or --max-tokens)"), autocast(self.device, self.amp_dtype):
             return beam_search(
                 self.model, src, lengths, beam=s.beam, nbest=s.nbest, max_len_a=s.max_len_a, max_len_b=s.max_len_b,
                 min_len=s.min_len, lenpen=s.lenpen, lenpen_form=s.lenpen_form, unkpen=s.unkpen,

@@ -31,6 +31,7 @@ from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import LRSchedule, build_optimizer
 from nmtkit.utils.amp import autocast, resolve_amp
+from nmtkit.utils.memory import allocation_guard, model_size_hint
 from nmtkit.utils.tempfiles import remove_stale_temps
 from nmtkit.train.display import TrainDisplay
 from nmtkit.train.options import TrainOptions
@@ -100,7 +101,8 @@ class Trainer:
             torch.set_num_threads(opt.threads)
         self.model_name, self.cfg = registry.resolve_config(opt.arch, model_overrides)
         seed_everything(opt.seed)
-        self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
+        with allocation_guard(f"building {opt.arch} on {self.device} ({model_size_hint(self.cfg)})"):
+            self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
         self._check_guided_alignment()
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)

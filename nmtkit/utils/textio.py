@@ -12,13 +12,14 @@ temporary one) with the reason.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Optional, TextIO
+from typing import BinaryIO, Callable, Iterator, Optional, Sequence, TextIO
 
 from nmtkit.errors import InputError, OutputError
 from nmtkit.utils.tempfiles import remove_stale_temps, temp_prefix
@@ -101,6 +102,33 @@ def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[
     if not lines and not allow_empty_file:
         raise InputError(str(path), None, "file is empty")
     return lines
+
+
+def iter_parallel_chunks(paths: Sequence[str], size: int,
+                         names: Optional[Sequence[str]] = None) -> Iterator[list[list[str]]]:
+    """Line-parallel files read together, ``size`` lines at a time: one list of lines per file.
+
+    Why: scoring a million lines needs one chunk in memory, not every file.  The checks are
+    :func:`read_lines`' and :func:`check_parallel`'s (an empty file, unequal line counts, named
+    by ``names``, default the paths); they end the iteration with an error, so a caller that
+    only reports after the last chunk never reports a partial result."""
+    iters = [iter_lines(p) for p in paths]
+    counts = [0] * len(iters)
+    while True:
+        chunk = [[text for _, text in itertools.islice(it, size)] for it in iters]
+        for k, lines in enumerate(chunk):
+            counts[k] += len(lines)
+        if len({len(lines) for lines in chunk}) > 1:  # a file ended early: count the others to the end
+            for k, it in enumerate(iters):
+                counts[k] += sum(1 for _ in it)
+        elif chunk and chunk[0]:
+            yield chunk
+            continue
+        for p, n in zip(paths, counts):
+            if n == 0:
+                raise InputError(str(p), None, "file is empty")
+        check_parallel([str(n) for n in (names or paths)], counts)
+        return
 
 
 def check_parallel(paths: list[str], counts: list[int]) -> None:

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Peak memory of ``nmtkit-score`` (default metrics: BLEU and chrF) on a ~1M-line synthetic corpus.
+
+Why: scoring 1,052,731 lines (50 MB) grew past 11 GB and died in sacrebleu's chrF reference cache;
+nmtkit now sums sufficient statistics chunk by chunk (``nmtkit.evaluate.metrics.CorpusAccumulator``),
+so the peak should stay near what one chunk and the interpreter need, whatever the corpus size.
+
+The system output and reference are generated (seeded) in a temporary folder outside the repository;
+the command runs as a subprocess and its peak RSS is wait4's ``ru_maxrss`` (benchlib.run_cmd).
+``--record`` (from a committed tree only) appends a row to bench/results.jsonl and a section to
+bench/RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+import benchlib as bl
+
+WORDS = ("the a of and to in is was for on that with as by at from his her it an were are which this be "
+         "man woman dog cat house city river street car bike child children ball water red blue green small "
+         "large old young two three walks runs sits plays stands looks holds wears rides eats").split()
+
+
+def write_corpus(folder: Path, lines: int, seed: int) -> tuple[Path, Path]:
+    """``sys.txt`` and ``ref.txt``: about 50 bytes a line; the system output is the reference with
+    about one word in six replaced, dropped or added, so both metrics have real work to do."""
+    rng = random.Random(seed)
+    sys_path, ref_path = folder / "sys.txt", folder / "ref.txt"
+    with open(sys_path, "w", encoding="utf-8") as fs, open(ref_path, "w", encoding="utf-8") as fr:
+        for _ in range(lines):
+            ref = [rng.choice(WORDS) for _ in range(rng.randint(4, 14))]
+            hyp = []
+            for w in ref:
+                r = rng.random()
+                if r < 0.06:
+                    continue
+                hyp.append(rng.choice(WORDS) if r < 0.12 else w)
+                if r > 0.96:
+                    hyp.append(rng.choice(WORDS))
+            fr.write(" ".join(ref).capitalize() + " .\n")
+            fs.write(" ".join(hyp).capitalize() + " .\n")
+    return sys_path, ref_path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lines", type=int, default=1_052_731, help="corpus size in lines (default: %(default)s, the report's)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--record", action=bl.RecordFromCommit, nargs=0, default=False,
+                    help="append to bench/RESULTS.md and bench/results.jsonl (only from a committed tree)")
+    args = ap.parse_args()
+    load_before = bl.uptime_line()
+    with tempfile.TemporaryDirectory(prefix="nmtkit-score-memory-") as tmp:
+        folder = Path(tmp)
+        sys_path, ref_path = write_corpus(folder, args.lines, args.seed)
+        mb = (sys_path.stat().st_size + ref_path.stat().st_size) / 2**20
+        # this checkout's nmtkit, whatever is installed
+        env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(bl.REPO), os.environ.get("PYTHONPATH")]))}
+        cmd = [sys.executable, "-m", "nmtkit.cli.score", "--sys", sys_path, "--ref", ref_path]
+        run = bl.run_cmd(cmd, folder / "score.log", stdout=folder / "scores.tsv", env=env)
+        scores = {line.split("\t")[1]: float(line.split("\t")[2])
+                  for line in (folder / "scores.tsv").read_text(encoding="utf-8").splitlines()}
+    load_after = bl.uptime_line()
+    body = (f"nmtkit-score, default metrics (BLEU, chrF), on {args.lines:,} synthetic lines "
+            f"({mb:.0f} MB system output + reference, seed {args.seed}): "
+            f"peak RSS {run.maxrss_mb:,.0f} MB, {run.wall:.0f} s wall, {run.cpu:.0f} s CPU; "
+            + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()) + ".\n")
+    print("\n" + body)
+    if args.record:
+        shown = ["python -m nmtkit.cli.score --sys sys.txt --ref ref.txt  # bench/score_memory.py "
+                 f"--lines {args.lines} --seed {args.seed}"]
+        bl.append_results(bl.section("score: peak memory on a large corpus", bl.machine_info(), load_before,
+                                     load_after, bl.software_line({}), body, shown))
+        bl.append_jsonl([{"lines": args.lines, "mb": round(mb, 1), "metrics": "bleu,chrf", "maxrss_mb": round(run.maxrss_mb, 1),
+                          "wall_s": round(run.wall, 1), "cpu_s": round(run.cpu, 1), "scores": scores}],
+                        {"bench": "score_memory", "load": {"before": load_before, "after": load_after}})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Options and files that used to reach torch unchecked: devices, seeds, sizes that cannot be
+allocated, BPE codes that are not UTF-8 or not merges.  One line, a non-zero exit, no traceback.
+Allocation failures are simulated (monkeypatched), so no test asks the machine for terabytes."""
+from __future__ import annotations
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from conftest import make_checkpoint
+from nmtkit.cli.align import command as align
+from nmtkit.cli.common import handle_errors
+from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.score import command as score
+from nmtkit.cli.train import command as train
+from nmtkit.cli.translate import command as translate
+from nmtkit.errors import NmtkitError
+from nmtkit.utils.device import parse_device
+from nmtkit.utils.memory import allocation_guard
+
+ALLOC_FAILURE = ("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't allocate memory: "
+                 "you tried to allocate 16000000000000 bytes. Error code 12 (Cannot allocate memory)")
+
+
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    assert "Traceback" not in text
+    return lines[0]
+
+
+# -- devices ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["mps", "meta", "cuda:99", "gpu", "cuda:x", "cpu:0", "xla"])
+def test_parse_device_refuses_all_but_cpu_and_existing_cuda(name):
+    with pytest.raises(NmtkitError, match=r"^--device "):
+        parse_device(name)
+
+
+def test_parse_device_accepts_cpu_and_auto():
+    assert parse_device("cpu") == torch.device("cpu")
+    assert parse_device("auto").type in ("cpu", "cuda")
+    assert parse_device(torch.device("cpu")) == torch.device("cpu")
+
+
+@pytest.mark.parametrize("device", ["mps", "meta", "cuda:99"])
+@pytest.mark.parametrize("cmd", ["translate", "train", "score", "align"])
+def test_bad_devices_are_one_line_in_every_command(cmd, device, data_dir, tmp_path):
+    text = tmp_path / "t.txt"
+    text.write_text("the cat\n", encoding="utf-8")
+    if cmd == "train":
+        res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--device", device])
+    else:
+        ckpt = str(make_checkpoint(tmp_path / "m.pt"))
+        args = {"translate": [translate, ["--path", ckpt]],
+                "score": [score, ["--path", ckpt, "--source", str(text), "--target", str(text)]],
+                "align": [align, ["--path", ckpt, "--source", str(text), "--target", str(text)]]}[cmd]
+        res = CliRunner().invoke(args[0], [*args[1], "--device", device], input="the cat\n")
+    assert res.exit_code == 1, res.output
+    line = one_line(res.output)
+    assert line.startswith(f"nmtkit-{cmd}: error: --device {device}") or f"--device '{device}'" in line, line
+    assert not (tmp_path / "ck").exists()
+
+
+# -- seeds and sizes ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("seed", ["99999999999999999999", "18446744073709551616"])
+def test_a_seed_out_of_range_is_a_usage_error_with_the_range(seed):
+    res = CliRunner().invoke(train, ["data", "--seed", seed])
+    assert res.exit_code == 2
+    line = one_line(res.output)
+    assert "--seed" in line and "0<=x<=18446744073709551615" in line, line
+
+
+def test_the_largest_seed_is_accepted():
+    ctx = train.make_context("train", ["data", "--seed", str(2**64 - 1)])
+    assert ctx.params["seed"] == 2**64 - 1
+
+
+def _fail_allocation(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
+    raise RuntimeError(ALLOC_FAILURE)
+
+
+def test_a_model_too_large_to_allocate_names_the_size_options(data_dir, tmp_path, monkeypatch):
+    from nmtkit.models import registry
+
+    monkeypatch.setattr(registry.REGISTRY, "build_model", _fail_allocation)
+    monkeypatch.setattr(registry, "build_model", _fail_allocation)
+    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--device", "cpu",
+                                     "--hidden-size", "1000000", "--no-progress"])
+    assert res.exit_code == 1, res.output
+    line = one_line(res.output)
+    assert line.startswith("nmtkit-train: error: out of memory building luong_tiny") and "--hidden-size 1000000" in line
+    assert "--embed-dim" in line and "can't allocate memory" in line, line
+
+
+@pytest.mark.parametrize("error", [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 74.51 GiB"),
+                                   MemoryError(), RuntimeError(ALLOC_FAILURE)])
+def test_a_beam_too_large_to_allocate_names_beam_and_batch_size(random_ckpt, monkeypatch, error):
+    from nmtkit.generate import translator
+
+    def fail(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise error
+
+    monkeypatch.setattr(translator, "beam_search", fail)
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--beam", "100000000", "--device", "cpu"],
+                             input="the cat\n")
+    assert res.exit_code == 1, res.output
+    line = one_line(res.output)
+    assert line.startswith("nmtkit-translate: error: out of memory in the search") and "--beam 100000000" in line
+    assert "--batch-size" in line, line
+
+
+def test_other_runtime_errors_are_not_taken_for_allocation_failures():
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        with allocation_guard("x"):
+            raise RuntimeError("shape mismatch")
+
+
+def test_an_allocation_failure_anywhere_is_still_one_line():
+    import click
+
+    @click.command()
+    @handle_errors("nmtkit-x")
+    def cmd() -> None:
+        torch.empty(0)
+        raise RuntimeError(ALLOC_FAILURE)
+
+    res = CliRunner().invoke(cmd, [])
+    assert res.exit_code == 1
+    assert one_line(res.output).startswith("nmtkit-x: error: out of memory: [enforce fail")
+
+
+# -- BPE codes ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("codes,where,message", [
+    (b"#version: 0.2\nt h\nth e</w>\nc a\xff\xfe t\n", ":4:", "invalid UTF-8 at byte 3"),
+    (b"#version: 0.2\nt h\nth e r</w>\n", ":3:", "not a BPE merge"),
+    (b"#version: zero\nt h\n", ":1:", "not a subword-nmt version line"),
+    (b"t h\n\nc a\n", ":2:", "not a BPE merge"),
+])
+def test_bad_bpe_codes_name_file_and_line(tiny_parallel, tmp_path, codes, where, message):
+    path = tmp_path / "bad.codes"
+    path.write_bytes(codes)
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(tmp_path / "bin"), "--bpe", "subword-nmt",
+                                          "--bpe-codes", str(path)])
+    assert res.exit_code == 1, res.output
+    line = one_line(res.output)
+    assert line.startswith(f"nmtkit-preprocess: error: {path}{where} {message}"), line
+    assert not (tmp_path / "bin").exists()
+
+
+def test_bad_codes_in_a_data_directory_stop_training_before_it_starts(data_dir, tmp_path):
+    import json
+
+    meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
+    meta["bpe"] = {"type": "subword-nmt", "codes": {"en": "bpe.codes", "de": "bpe.codes"}}
+    (data_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    (data_dir / "bpe.codes").write_bytes(b"#version: 0.2\nd i\n\xc3(\n")
+    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--device", "cpu",
+                                     "--max-update", "1", "--no-progress"])
+    assert res.exit_code == 1, res.output
+    assert one_line(res.output).startswith(f"nmtkit-train: error: {data_dir / 'bpe.codes'}:3: invalid UTF-8")

@@ -7,6 +7,7 @@ import click
 
 from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-train"
@@ -132,6 +133,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     from nmtkit.train.options import resolve_train_options
     from nmtkit.train.trainer import StopTraining, Trainer
 
+    refuse_outputs_over_inputs([("--save-dir", kw["save_dir"])], [("DATA", data)])
     resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
     overrides = {k: kw.pop(k) for k in MODEL_FLAGS}
     overrides.update(parse_model_opts(kw.pop("model_opt")))

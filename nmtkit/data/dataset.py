@@ -25,6 +25,18 @@ from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.textio import read_lines
 
 META_FORMAT_VERSION = 1
+#: ``meta.json``'s "format": what marks a directory as written by nmtkit-preprocess.
+DATA_FORMAT = "nmtkit-data"
+
+
+def is_data_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds a ``meta.json`` that nmtkit-preprocess wrote (its "format" key):
+    the only kind of directory ``nmtkit-preprocess --overwrite`` may replace."""
+    try:
+        meta = json.loads((Path(path) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == DATA_FORMAT
 
 
 class DataDir:
@@ -41,7 +53,7 @@ class DataDir:
             self.meta = json.loads(meta_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InputError(str(meta_path), None, f"not valid JSON ({exc})") from None
-        if self.meta.get("format") != "nmtkit-data":
+        if not isinstance(self.meta, dict) or self.meta.get("format") != DATA_FORMAT:
             raise NmtkitError(f"{meta_path}: not written by nmtkit-preprocess")
         version = self.meta.get("format_version")
         if version != META_FORMAT_VERSION:

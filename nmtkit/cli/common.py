@@ -96,7 +96,8 @@ def handle_errors(prog: str) -> Callable:
                 sys.exit(EXIT_INTERRUPT)
             except OSError as exc:
                 reason = exc.strerror or str(exc) or type(exc).__name__
-                name = exc.filename or (STDOUT_NAME if _stdout_failed() else None)
+                stdout_failed = _stdout_failed()  # always: a failed stdout must not fail again at exit
+                name = exc.filename or (STDOUT_NAME if stdout_failed else None)
                 fail(prog, f"{name}: {reason}" if name else reason)
 
         return wrapper

@@ -44,11 +44,12 @@ PROG = "nmtkit-preprocess"
 @handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Tokenize, BPE-segment, build dictionaries and binarize parallel text."""
-    from nmtkit.data.preprocess import PreprocessOptions, run_preprocess
+    from nmtkit.data.preprocess import PreprocessOptions, check_destdir, run_preprocess
     from nmtkit.utils.progress import progress_bar
 
     kw["joint_bpe"] = not kw.pop("separate_bpe")
     opt = PreprocessOptions(**kw)
+    check_destdir(opt)  # before the progress display, so that a refusal is one line
     t0 = time.perf_counter()
     with progress_bar("lines", transient=True) as progress:
         meta = run_preprocess(opt, progress)

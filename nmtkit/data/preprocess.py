@@ -157,9 +157,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raise InputError(opt.bpe_codes, None, "no such BPE codes file")
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
-    align_prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
-    refuse_outputs_over_inputs([("--destdir", opt.destdir)], _inputs(opt, align_prefs))
-    check_replaceable(opt.destdir, opt.overwrite, is_data_dir, WRITER)
+    align_prefs = check_destdir(opt)
     for given in (opt.srcdict, opt.tgtdict):
         if given:
             _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
@@ -257,6 +255,15 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         }
         (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta
+
+
+def check_destdir(opt: PreprocessOptions) -> list[str]:
+    """Before any work: ``--destdir`` is not, does not hold and does not lie in an input, and is new,
+    empty or (with ``--overwrite``) a data directory nmtkit wrote.  Returns the --alignfile prefixes."""
+    align_prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
+    refuse_outputs_over_inputs([("--destdir", opt.destdir)], _inputs(opt, align_prefs))
+    check_replaceable(opt.destdir, opt.overwrite, is_data_dir, WRITER)
+    return align_prefs
 
 
 def _inputs(opt: PreprocessOptions, align_prefs: list[str]) -> list[tuple[str, str]]:

@@ -64,6 +64,27 @@ class _ClosedBuffer(io.BufferedIOBase):
         """Nothing is ever buffered, so nothing can fail at exit."""
 
 
+class _StdoutRaw(io.FileIO):
+    """Descriptor 1 whose write errors name ``<stdout>``: Python's own stdout raises a bare
+    ``No space left on device`` (on /dev/full, a full disk) that no one could tell from another."""
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        try:
+            return super().write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, STDOUT_NAME) from None
+
+
+def _named_stdout(stream: io.TextIOWrapper) -> io.TextIOWrapper:
+    """A UTF-8 stdout on :class:`_StdoutRaw`, buffered like ``stream`` (line by line on a terminal)."""
+    stream.flush()
+    raw = _StdoutRaw(1, "w", closefd=False)
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="surrogateescape",
+                            line_buffering=stream.line_buffering)
+
+
 def stream_closed(stream: object) -> bool:
     """Whether ``stream`` (sys.stdin/sys.stdout) is missing or stands in for a closed descriptor."""
     return stream is None or isinstance(getattr(stream, "buffer", None), _ClosedBuffer)
@@ -110,11 +131,24 @@ def use_utf8_stdio() -> None:
             stub = io.TextIOWrapper(_ClosedBuffer(label, what), encoding="utf-8", write_through=True)
             setattr(sys, name, stub)
             continue
+        if fd == 1 and stream is sys.__stdout__ and _fileno(stream) == 1:
+            try:
+                sys.stdout = _named_stdout(stream)
+                continue
+            except (OSError, ValueError):
+                pass
         if not _is_utf8(stream) and hasattr(stream, "reconfigure"):
             try:
                 stream.reconfigure(encoding="utf-8", errors=errors)
             except (OSError, ValueError, io.UnsupportedOperation):
                 pass
+
+
+def _fileno(stream: object) -> Optional[int]:
+    try:
+        return stream.fileno()  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
 
 
 def _own_fd(path: str) -> Optional[int]:

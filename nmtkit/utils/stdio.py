@@ -81,7 +81,7 @@ def _named_stdout(stream: io.TextIOWrapper) -> io.TextIOWrapper:
     """A UTF-8 stdout on :class:`_StdoutRaw`, buffered like ``stream`` (line by line on a terminal)."""
     stream.flush()
     raw = _StdoutRaw(1, "w", closefd=False)
-    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="surrogateescape",
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors=ERRORS,
                             line_buffering=stream.line_buffering)
 
 
@@ -107,6 +107,24 @@ def _hold_fd(fd: int) -> None:
         pass
 
 
+#: The error handler of the UTF-8 standard streams: bytes that came in undecodable (a file name in
+#: argv, say, under ``LC_ALL=C``) go out as they came, as with ``surrogateescape``; any other
+#: character UTF-8 cannot encode is written as a ``\\uXXXX`` escape rather than stopping the command.
+ERRORS = "nmtkit-escape"
+
+
+def _escape(exc: UnicodeError) -> tuple[Union[str, bytes], int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start:exc.end]
+    if all(0xDC80 <= ord(c) <= 0xDCFF for c in chunk):
+        return bytes(ord(c) - 0xDC00 for c in chunk), exc.end
+    return chunk.encode("ascii", "backslashreplace").decode("ascii"), exc.end
+
+
+codecs.register_error(ERRORS, _escape)
+
+
 def _is_utf8(stream: object) -> bool:
     try:
         return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name == "utf-8"
@@ -116,11 +134,11 @@ def _is_utf8(stream: object) -> bool:
 
 def use_utf8_stdio() -> None:
     """Make stdin, stdout and stderr UTF-8 whatever the locale, as Python's UTF-8 mode does
-    (``surrogateescape`` on stdin/stdout, ``backslashreplace`` on stderr); a stream closed at
+    (``surrogateescape`` on stdin, :data:`ERRORS` on stdout and stderr); a stream closed at
     start becomes one that fails with a one-line error on first use.  Idempotent."""
     for name, fd, what, errors in (("stdin", 0, "input", "surrogateescape"),
-                                   ("stdout", 1, "output", "surrogateescape"),
-                                   ("stderr", 2, "error", "backslashreplace")):
+                                   ("stdout", 1, "output", ERRORS),
+                                   ("stderr", 2, "error", ERRORS)):
         stream = getattr(sys, name)
         if stream is None:
             _hold_fd(fd)
@@ -137,7 +155,8 @@ def use_utf8_stdio() -> None:
                 continue
             except (OSError, ValueError):
                 pass
-        if not _is_utf8(stream) and hasattr(stream, "reconfigure"):
+        if not (_is_utf8(stream) and getattr(stream, "errors", None) in (errors, "surrogateescape")) \
+                and hasattr(stream, "reconfigure"):
             try:
                 stream.reconfigure(encoding="utf-8", errors=errors)
             except (OSError, ValueError, io.UnsupportedOperation):

@@ -113,12 +113,24 @@ def test_missing_file(tmp_path):
 
 def test_refuses_nonempty_destdir_unless_overwrite(tiny_parallel, tmp_path):
     dest = tmp_path / "bin"
-    write(dest / "precious.txt", "keep me")
+    assert run(base_args(tiny_parallel, dest)).exit_code == 0
+    write(dest / "stale.txt", "from an old run")
     res = CliRunner().invoke(command, base_args(tiny_parallel, dest))
-    assert res.exit_code == 1 and "not empty" in res.output
-    assert (dest / "precious.txt").read_text() == "keep me"
+    assert res.exit_code == 1 and "not empty" in res.output and "--overwrite" in res.output
+    assert (dest / "stale.txt").exists()
     assert run(base_args(tiny_parallel, dest, "--overwrite")).exit_code == 0
-    assert not (dest / "precious.txt").exists() and (dest / "meta.json").exists()
+    assert not (dest / "stale.txt").exists() and (dest / "meta.json").exists()
+
+
+def test_overwrite_never_replaces_a_directory_nmtkit_did_not_write(tiny_parallel, tmp_path):
+    # --overwrite replaces only a data directory (nmtkit's meta.json); someone's files are kept
+    dest = tmp_path / "bin"
+    write(dest / "precious.txt", "keep me")
+    for extra in ([], ["--overwrite"]):
+        res = CliRunner().invoke(command, base_args(tiny_parallel, dest, *extra))
+        assert res.exit_code == 1 and "not written by nmtkit-preprocess" in res.output
+        assert "use --overwrite" not in res.output
+        assert (dest / "precious.txt").read_text() == "keep me"
 
 
 def test_failed_overwrite_keeps_old_output(tiny_parallel, tmp_path):

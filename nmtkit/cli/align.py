@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, Optional
 
 import click
@@ -38,6 +39,7 @@ from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 from nmtkit.utils.amp import AMP_CHOICES
+from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
 PROG = "nmtkit-align"
 
@@ -80,6 +82,20 @@ def _check_options(o: dict[str, Any]) -> None:
         raise NmtkitError("--json prints alignment scores and needs --gold or --sure")
     if (o["plot_ids"] is not None or o["html"]) and o["plot"] is None:
         raise NmtkitError("--plot-ids and --html need --plot DIR")
+    refuse_outputs_over_inputs([("--output", o["output"]), ("--build-dict", o["build_dict"])], _inputs(o))
+
+
+def _inputs(o: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every file or directory the command reads, with its option (no output may replace one)."""
+    ckpts = [("--path", p) for p in o["path"].split(":") if p]
+    ckpts += [("--reverse-path", p) for p in (o["reverse_path"] or "").split(":") if p]
+    return [*ckpts, *[(f"--{k}", o[k]) for k in ("source", "target", "data", "gold", "sure", "possible")]]
+
+
+def _plot_files(o: dict[str, Any], ids: list[int]) -> list[tuple[str, Any]]:
+    """The files --plot DIR will hold (checked against the inputs before decoding)."""
+    out = Path(o["plot"])
+    return [("--plot", out / f"align-{k}.png") for k in ids] + ([("--plot", out / "index.html")] if o["html"] else [])
 
 
 def _print_scores(rows: list[tuple[str, Any]]) -> None:
@@ -140,6 +156,8 @@ def run_align(o: dict[str, Any]) -> None:
     golds = read_gold_links([(p.src.words, p.tgt.words) for p in prepared[0]], gold=o["gold"], sure=o["sure"],
                             possible=o["possible"])
     plot_ids = parse_plot_ids(o["plot_ids"], len(prepared[0])) if o["plot"] is not None else []
+    if o["plot"] is not None:
+        refuse_outputs_over_inputs(_plot_files(o, plot_ids), _inputs(o))
 
     run = aligner.align_corpus(src_lines, tgt_lines, keep_attention=plot_ids, show_progress=True, prepared=prepared,
                                src_name=src_name, tgt_name=tgt_name, token_links=o["build_dict"] is not None)
@@ -182,7 +200,7 @@ def run_align(o: dict[str, Any]) -> None:
 @click.option("--target", default=None, metavar="FILE", help="Raw target text, line-parallel to --source.")
 @click.option("--data", default=None, metavar="DIR", help="Preprocessed data directory: align a split's .tok text.")
 @click.option("--split", default="test", show_default=True, help="Split of --data to align.")
-@click.option("--output", "-o", default=None, metavar="FILE", help="Write the Pharaoh links here (default: stdout).")
+@click.option("--output", "-o", default=None, metavar="FILE", help="Write the Pharaoh links here ('-' or default: stdout).")
 @click.option("--align-shift", type=click.IntRange(0, 1), default=DEFAULT_ALIGN_SHIFT, show_default=True,
               help="Read target word t's links from decoder step t+shift (Luong et al. 2015, footnote 14). "
                    "0 is the default because it measured far better for luong_tiny on the sample corpus's gold "

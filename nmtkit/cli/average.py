@@ -5,6 +5,7 @@ import click
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
 PROG = "nmtkit-average"
 
@@ -33,6 +34,7 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
         paths = [str(p) for p in last_epoch_checkpoints(save_dir, last)]
     if not paths:
         raise NmtkitError("nothing to average: give --inputs a.pt b.pt ... or --last N --save-dir DIR")
+    refuse_outputs_over_inputs([("--output", output)], [("--inputs", p) for p in paths])
     payload = average_checkpoints(paths)
     save_checkpoint(output, payload)
     console.print(f"averaged {len(paths)} checkpoints ({', '.join(paths)}) -> {output}")

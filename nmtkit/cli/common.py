@@ -16,6 +16,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
+from nmtkit.utils.stdio import STDOUT_NAME, use_utf8_stdio
 
 __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
            "SEED"]
@@ -73,37 +74,56 @@ def _ignore_sigxfsz() -> None:
         signal.signal(sig, signal.SIG_IGN)
 
 
+def _stdout_failed() -> bool:
+    """Flush stdout; if that fails (a full disk, /dev/full), point it at /dev/null so that
+    Python's own flush at exit cannot print "Exception ignored" noise, and say so."""
+    try:
+        sys.stdout.flush()
+        return False
+    except (OSError, ValueError, AttributeError):
+        _stdout_to_devnull()
+        return True
+
+
 def handle_errors(prog: str) -> Callable:
     """Decorator turning errors into one line and a documented exit status, never a traceback.
 
     :class:`NmtkitError`, any OSError and a failed allocation: ``prog: error: ...``, status 1; Ctrl-C: status 130;
-    a reader that closed our stdout: status 141, silently.
+    a reader that closed our stdout: status 141, silently.  An OSError without a file name
+    that stdout cannot be flushed after came from stdout and is reported as ``<stdout>: ...``.
+    The standard streams are UTF-8 (:func:`~nmtkit.utils.stdio.use_utf8_stdio`).
     """
 
     def deco(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             _ignore_sigxfsz()
+            use_utf8_stdio()
             try:
                 result = fn(*args, **kwargs)
-                sys.stdout.flush()  # a closed pipe shows here, not in Python's shutdown
+                sys.stdout.flush()  # a closed pipe or a full disk shows here, not in Python's shutdown
                 return result
             except NmtkitError as exc:
+                _stdout_failed()
                 fail(prog, str(exc))
             except BrokenPipeError:
                 _stdout_to_devnull()
                 sys.exit(EXIT_BROKEN_PIPE)
             except KeyboardInterrupt:
+                _stdout_failed()
                 click.echo(f"{prog}: interrupted", err=True)
                 sys.exit(EXIT_INTERRUPT)
             except OSError as exc:
                 reason = exc.strerror or str(exc) or type(exc).__name__
-                fail(prog, f"{exc.filename}: {reason}" if exc.filename else reason)
+                stdout_failed = _stdout_failed()  # always: a failed stdout must not fail again at exit
+                name = exc.filename or (STDOUT_NAME if stdout_failed else None)
+                fail(prog, f"{name}: {reason}" if name else reason)
             except (MemoryError, RuntimeError) as exc:
                 # the steps that allocate by an option's size name it (nmtkit.utils.memory); this
                 # catches the rest, still one line
                 if not is_allocation_failure(exc):
                     raise
+                _stdout_failed()
                 fail(prog, f"out of memory: {allocation_failure_message(exc)}")
 
         return wrapper
@@ -126,6 +146,11 @@ class OneLineUsageError(click.UsageError):
 class NmtkitCommand(click.Command):
     """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
     click's usage block, so that they read like every other nmtkit error."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """UTF-8 standard streams before click prints anything (help, usage errors)."""
+        use_utf8_stdio()
+        return super().main(*args, **kwargs)
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import click
 
@@ -22,6 +23,13 @@ SUBCOMMANDS: dict[str, str] = {
 
 class LazyGroup(click.Group):
     """Imports a subcommand's module only when it is used, so ``nmtkit --help`` is fast."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """UTF-8 standard streams before click prints anything (help, usage errors)."""
+        from nmtkit.utils.stdio import use_utf8_stdio
+
+        use_utf8_stdio()
+        return super().main(*args, **kwargs)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(SUBCOMMANDS)

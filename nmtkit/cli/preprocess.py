@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import click
 from rich.table import Table
 
 from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
-from nmtkit.errors import NmtkitError
 from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-preprocess"
@@ -41,19 +39,17 @@ PROG = "nmtkit-preprocess"
 @click.option("--max-len", default=50, show_default=True, type=click.IntRange(min=0), help="Drop training pairs with more tokens on either side (0: off).")
 @click.option("--max-len-ratio", default=9.0, show_default=True, type=FiniteFloat(min=0), help="Drop training pairs whose length ratio exceeds this (0: off).")
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")
-@click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir.")
+@click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir that nmtkit-preprocess wrote (never another directory).")
 @handle_errors(PROG)
 @handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Tokenize, BPE-segment, build dictionaries and binarize parallel text."""
-    from nmtkit.data.preprocess import PreprocessOptions, run_preprocess
+    from nmtkit.data.preprocess import PreprocessOptions, check_destdir, run_preprocess
     from nmtkit.utils.progress import progress_bar
 
-    dest = Path(kw["destdir"])
-    if dest.is_dir() and any(dest.iterdir()) and not kw["overwrite"]:
-        raise NmtkitError(f"{dest}: directory exists and is not empty (use --overwrite to replace it)")
     kw["joint_bpe"] = not kw.pop("separate_bpe")
     opt = PreprocessOptions(**kw)
+    check_destdir(opt)  # before the progress display, so that a refusal is one line
     t0 = time.perf_counter()
     with progress_bar("lines", transient=True) as progress:
         meta = run_preprocess(opt, progress)

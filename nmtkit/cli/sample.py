@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
-from nmtkit.data.sample import describe_corpus, generate_corpus
+from nmtkit.data.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.utils.textio import atomic_directory
 
 PROG = "nmtkit-sample"
@@ -25,11 +25,11 @@ PROG = "nmtkit-sample"
               help="Validation sentence pairs.")
 @click.option("--test", "n_test", default=500, show_default=True, type=click.IntRange(min=1),
               help="Test sentence pairs.")
-@click.option("--overwrite", is_flag=True, help="Replace --out if it exists and is not empty.")
+@click.option("--overwrite", is_flag=True, help="Replace --out if it holds a corpus nmtkit sample wrote (never another directory).")
 @handle_errors(PROG)
 def command(out_dir: str, seed: int, n_train: int, n_valid: int, n_test: int, overwrite: bool) -> None:
     """Generate the sample English->German corpus with gold word alignments."""
-    with atomic_directory(out_dir, overwrite=overwrite) as tmp:
+    with atomic_directory(out_dir, overwrite=overwrite, owned=is_sample_corpus, writer="nmtkit sample") as tmp:
         generate_corpus(tmp, seed=seed, n_train=n_train, n_valid=n_valid, n_test=n_test)
     info = describe_corpus(out_dir)
     table = Table(title=f"sample corpus in {out_dir} (seed {seed})", title_justify="left")

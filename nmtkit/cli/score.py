@@ -32,6 +32,7 @@ from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
 from nmtkit.evaluate.scoring import display_name as _display, score_files, score_model
 from nmtkit.utils.amp import AMP_CHOICES
+from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
 PROG = "nmtkit-score"
 
@@ -204,7 +205,7 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
               help="Source sentences: bucket by source length (default: reference length).")
 @click.option("--buckets", default=None, metavar="EDGES",
               help="Bucket edges, e.g. 10,20,30 gives <10, 10-19, 20-29, 30+  [default: 10,20,...,70]")
-@click.option("--plot", default=None, metavar="PNG", help="Plot BLEU by length for every system (implies --by-length).")
+@click.option("--plot", default=None, metavar="PNG", help="Plot BLEU by length for every system (implies --by-length; '-': PNG on stdout).")
 @click.option("--labels", default=None, metavar="A,B", help="Names of the systems, in --sys order.")
 @click.option("--paired-bootstrap", is_flag=True,
               help="Paired bootstrap significance test of the second --sys against the first.")
@@ -229,6 +230,11 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
             as_json: bool, checkpoints: str | None, data: str | None, split: str, source: str | None,
             target: str | None, batch_size: int, device: str, amp: str) -> None:
     """Score translations against references (BLEU, chrF, TER), or references under a model."""
+    refuse_outputs_over_inputs(
+        [("--plot", plot)],
+        [*[("--sys", f) for f in sys_files], *[("--ref", f) for f in ref_files], ("--src", src_file),
+         *[("--path", p) for p in (checkpoints or "").split(":") if p], ("--data", data), ("--source", source),
+         ("--target", target)])
     if checkpoints is not None:
         given = locals()
         clash = [name for name in _TEXT_ONLY if given[name] not in (None, False, ())]

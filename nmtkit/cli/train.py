@@ -7,6 +7,7 @@ import click
 
 from nmtkit.cli.common import SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, console, handle_errors, parse_device
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.amp import AMP_CHOICES
 
@@ -162,6 +163,10 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     from nmtkit.train.options import resolve_train_options
     from nmtkit.train.trainer import StopTraining, Trainer
 
+    from nmtkit.data.dataset import is_data_dir
+
+    if is_data_dir(data):  # else the trainer says what DATA is not, before it writes anything
+        refuse_outputs_over_inputs([("--save-dir", kw["save_dir"])], [("DATA", data)])
     resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
     overrides = {k: kw.pop(k) for k in MODEL_FLAGS}
     overrides.update(parse_model_opts(kw.pop("model_opt")))

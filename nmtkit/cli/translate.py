@@ -19,6 +19,7 @@ import click
 from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
 from nmtkit.errors import InputError
 from nmtkit.utils.signals import handles_sigterm
+from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, is_stdio, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
 from nmtkit.utils.amp import AMP_CHOICES
 
@@ -28,8 +29,8 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 
 @click.command("translate", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.option("--path", required=True, help="Checkpoint(s); several joined by ':' form an ensemble.")
-@click.option("--input", "input_path", type=click.Path(dir_okay=False), help="Read this file instead of stdin.")
-@click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option("--input", "input_path", type=click.Path(dir_okay=False), help="Read this file instead of stdin ('-': stdin).")
+@click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write here (atomically; '-': stdout) instead of stdout.")
 @click.option("--data", type=click.Path(file_okay=False), help="Use this data dir's tokenizer/BPE (its dictionaries must match).")
 @click.option("--beam", default=5, show_default=True, type=click.IntRange(min=1), help="Beam size (1: greedy).")
 @click.option("--nbest", default=1, show_default=True, type=click.IntRange(min=1), help="Hypotheses per sentence (<= beam).")
@@ -78,6 +79,7 @@ def command(**kw) -> None:  # noqa: ANN003
     from nmtkit.generate.translator import Translator
     from nmtkit.utils.progress import progress_bar
 
+    check_streams(kw)
     if kw["threads"] > 0:
         torch.set_num_threads(kw["threads"])
     want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
@@ -91,9 +93,10 @@ def command(**kw) -> None:  # noqa: ANN003
         shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
         unk_posterior=kw["unk_posterior"])
 
-    in_stream = open(kw["input_path"], "rb") if kw["input_path"] else sys.stdin.buffer
-    in_name = kw["input_path"] or "<stdin>"
-    interactive = not kw["input_path"] and sys.stdin.isatty()
+    from_file = kw["input_path"] is not None and not is_stdio(kw["input_path"])
+    in_stream = open(kw["input_path"], "rb") if from_file else sys.stdin.buffer
+    in_name = kw["input_path"] if from_file else STDIN_NAME
+    interactive = not from_file and sys.stdin.isatty()
     buffer_size = kw["buffer_size"] or (1 if interactive else 2000)
     writer = OutputWriter(kw, translator)
     t0 = time.perf_counter()
@@ -134,7 +137,7 @@ def command(**kw) -> None:  # noqa: ANN003
                 writer.keep_partial = True
                 raise error
     finally:
-        if kw["input_path"]:
+        if from_file:
             in_stream.close()
     if not kw["quiet"] and translator.n_sentences:
         dt = time.perf_counter() - t0
@@ -142,6 +145,23 @@ def command(**kw) -> None:  # noqa: ANN003
             f"translated {translator.n_sentences:,} sentences ({translator.n_target_tokens:,} target tokens) in {dt:.1f}s: "
             f"{translator.n_sentences / dt:,.1f} sentences/s, {translator.n_target_tokens / dt:,.0f} tokens/s"
         )
+
+
+def check_streams(kw: dict) -> None:
+    """Before the model loads: a closed stdin or stdout that the run needs is one line, and no
+    output may replace an input (the translations would overwrite their own source)."""
+    from nmtkit.errors import OutputError
+    from nmtkit.utils.overlap import refuse_outputs_over_inputs
+
+    if (kw["input_path"] is None or is_stdio(kw["input_path"])) and stream_closed(sys.stdin):
+        raise InputError(STDIN_NAME, None, "standard input is closed (give --input FILE)")
+    if (kw["output_path"] is None or is_stdio(kw["output_path"])) and stream_closed(sys.stdout):
+        raise OutputError(STDOUT_NAME, "standard output is closed (give --output FILE)")
+    unk_dict = kw["replace_unk"] if kw["replace_unk"] not in (None, COPY) else None
+    refuse_outputs_over_inputs(
+        outputs=[("--output", kw["output_path"]), ("--alignment-file", kw["alignment_file"])],
+        inputs=[("--input", kw["input_path"]), *[("--path", p) for p in kw["path"].split(":") if p],
+                ("--data", kw["data"]), ("--replace-unk", unk_dict), ("--shortlist", kw["shortlist"])])
 
 
 class OutputWriter:
@@ -164,7 +184,7 @@ class OutputWriter:
         from nmtkit.utils.textio import atomic_write
 
         with ExitStack() as stack:
-            self.out = stack.enter_context(atomic_write(self.kw["output_path"])) if self.kw["output_path"] else sys.stdout
+            self.out = stack.enter_context(atomic_write(self.kw["output_path"] or STDIO))
             self.align_out = stack.enter_context(atomic_write(self.kw["alignment_file"])) if self.kw["alignment_file"] else None
             self._files = stack.pop_all()
         return self

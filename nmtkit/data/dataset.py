@@ -26,6 +26,18 @@ from nmtkit.utils.schema import Check, Choice, DictOf, Nullable, validate
 from nmtkit.utils.textio import read_lines
 
 META_FORMAT_VERSION = 1
+#: ``meta.json``'s "format": what marks a directory as written by nmtkit-preprocess.
+DATA_FORMAT = "nmtkit-data"
+
+
+def is_data_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds a ``meta.json`` that nmtkit-preprocess wrote (its "format" key):
+    the only kind of directory ``nmtkit-preprocess --overwrite`` may replace."""
+    try:
+        meta = json.loads((Path(path) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(meta, dict) and meta.get("format") == DATA_FORMAT
 
 
 def _inside_directory(name: object) -> bool:
@@ -67,7 +79,7 @@ def read_meta(meta_path: Path) -> dict:
         raise InputError(str(meta_path), None, "not a data description (JSON nested too deeply)") from None
     if not isinstance(meta, dict):
         raise InputError(str(meta_path), None, f"must be a JSON object, not {type(meta).__name__}")
-    if meta.get("format") != "nmtkit-data":
+    if meta.get("format") != DATA_FORMAT:
         raise NmtkitError(f"{meta_path}: not written by nmtkit-preprocess")
     version = meta.get("format_version")
     if version != META_FORMAT_VERSION:

@@ -17,14 +17,15 @@ from typing import Optional
 
 from nmtkit import __version__
 from nmtkit.data.alignments import ALIGN_SUFFIX, check_alignfile_option, piece_links, read_alignfiles, write_alignments
-from nmtkit.data.dataset import META_FORMAT_VERSION
+from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.signals import default_signals_in_worker
-from nmtkit.utils.textio import atomic_directory, check_parallel, iter_lines
+from nmtkit.utils.overlap import refuse_outputs_over_inputs
+from nmtkit.utils.textio import atomic_directory, check_parallel, check_replaceable, iter_lines
 
 
 @dataclass
@@ -136,6 +137,10 @@ def _split_names(kind: str, prefixes: list[str]) -> list[str]:
     return [kind if k == 0 else f"{kind}{k}" for k in range(len(prefixes))]
 
 
+#: What writes the directories that ``--overwrite`` may replace (named when refusing another one).
+WRITER = "nmtkit-preprocess (no nmtkit meta.json)"
+
+
 # -- the job -----------------------------------------------------------------------------------
 def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN001
     """Run the whole job; returns the meta dictionary written to ``meta.json``."""
@@ -154,7 +159,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         read_bpe_codes(opt.bpe_codes)  # bad UTF-8 or a line that is not a merge: now, naming the user's file
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
-    align_prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
+    align_prefs = check_destdir(opt)
     for given in (opt.srcdict, opt.tgtdict):
         if given:
             _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
@@ -177,7 +182,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         raw[name] = (s_lines, t_lines, s_org, t_org)
     word_links = _read_alignfiles(align_prefs, opt.trainpref.split(","), src, raw["train"]) if align_prefs else None
 
-    with atomic_directory(opt.destdir, overwrite=opt.overwrite) as out:
+    with atomic_directory(opt.destdir, overwrite=opt.overwrite, owned=is_data_dir, writer=WRITER) as out:
         # 2. tokenize
         splits: dict[str, SplitText] = {}
         for name, (s_lines, t_lines, s_org, t_org) in raw.items():
@@ -235,7 +240,7 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
             split_meta[name] = info
 
         meta = {
-            "format": "nmtkit-data",
+            "format": DATA_FORMAT,
             "format_version": META_FORMAT_VERSION,
             "nmtkit_version": __version__,
             "source_lang": src,
@@ -252,6 +257,28 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         }
         (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta
+
+
+def check_destdir(opt: PreprocessOptions) -> list[str]:
+    """Before any work: ``--destdir`` is not, does not hold and does not lie in an input, and is new,
+    empty or (with ``--overwrite``) a data directory nmtkit wrote.  Returns the --alignfile prefixes."""
+    align_prefs = check_alignfile_option(opt.alignfile, opt.trainpref)
+    refuse_outputs_over_inputs([("--destdir", opt.destdir)], _inputs(opt, align_prefs))
+    check_replaceable(opt.destdir, opt.overwrite, is_data_dir, WRITER)
+    return align_prefs
+
+
+def _inputs(opt: PreprocessOptions, align_prefs: list[str]) -> list[tuple[str, str]]:
+    """Every file the job reads, with its option: ``--destdir`` must not be, hold or lie in one."""
+    found: list[tuple[str, str]] = []
+    for option, prefixes in (("--trainpref", opt.trainpref), ("--validpref", opt.validpref), ("--testpref", opt.testpref)):
+        for pref in (prefixes or "").split(","):
+            if pref:
+                found += [(option, f"{pref}.{lang}") for lang in (opt.source_lang, opt.target_lang)]
+    found += [("--alignfile", f"{p}.{ALIGN_SUFFIX}") for p in align_prefs]
+    found += [(option, path) for option, path in (("--srcdict", opt.srcdict), ("--tgtdict", opt.tgtdict),
+                                                  ("--bpe-codes", opt.bpe_codes)) if path]
+    return found
 
 
 def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOptions) -> None:

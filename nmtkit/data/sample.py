@@ -1044,6 +1044,20 @@ def format_links(links: Sequence[tuple[int, int]]) -> str:
 NEW_NAME_RATE = 0.8
 
 
+#: The files :func:`generate_corpus` writes.
+CORPUS_FILES = frozenset(f"{split}.{ext}" for split in ("train", "valid", "test") for ext in ("en", "de", "align"))
+
+
+def is_sample_corpus(path: str | Path) -> bool:
+    """Whether ``path`` holds nothing but files :func:`generate_corpus` writes: the only kind of
+    directory ``nmtkit sample --overwrite`` may replace."""
+    try:
+        names = {entry.name for entry in Path(path).iterdir()}
+    except OSError:
+        return False
+    return bool(names) and names <= CORPUS_FILES
+
+
 def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_valid: int = 500,
                     n_test: int = 500) -> dict[str, int]:
     """Write ``{train,valid,test}.{en,de,align}`` under ``out_dir``; return lines per split.

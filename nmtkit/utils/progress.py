@@ -23,7 +23,8 @@ class RateColumn(ProgressColumn):
 
 
 def progress_bar(unit: str = "lines", transient: bool = False) -> Progress:
-    """A rich progress display writing to stderr; disabled automatically when not a terminal."""
+    """A rich progress display writing to stderr, disabled when stderr is not a terminal (rich's
+    own live display would still end with an empty line there, before any one-line error)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -32,4 +33,5 @@ def progress_bar(unit: str = "lines", transient: bool = False) -> Progress:
         TimeElapsedColumn(),
         console=console,
         transient=transient,
+        disable=not console.is_terminal,
     )

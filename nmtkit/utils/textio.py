@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Optional, Sequence, TextIO
 
 from nmtkit.errors import InputError, OutputError
+from nmtkit.utils.stdio import direct_target, display_name, stream_closed
 from nmtkit.utils.tempfiles import remove_stale_temps, temp_prefix
 
 
@@ -193,8 +194,15 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     The one way nmtkit writes a file.  On any failure the temporary file is removed and the
     previous ``path`` is left as it was; an OSError of the write itself (full disk, no
     permission, a parent that is a file) becomes an :class:`OutputError` naming ``path``.
-    The result gets :func:`output_mode` permissions.
+    The result gets :func:`output_mode` permissions.  ``-`` is stdout, and a device, FIFO,
+    socket or ``/dev/stdout`` is written in place (:func:`nmtkit.utils.stdio.direct_target`):
+    only regular files and new paths are replaced atomically.
     """
+    how = direct_target(path)
+    if how is not None:
+        with _write_in_place(path, how, mode, encoding) as fh:
+            yield fh
+        return
     target = Path(path)
     ensure_dir(target.parent, for_path=target)
     if target.is_dir():
@@ -238,18 +246,77 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
 
 
 @contextlib.contextmanager
-def atomic_directory(dest: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
-    """Build a directory under a temporary name and move it to ``dest`` only on success.
+def _write_in_place(path: str | os.PathLike, how: int | str, mode: str, encoding: str | None) -> Iterator[TextIO]:
+    """:func:`atomic_write`'s branch for stdout, descriptors and special files: written directly,
+    in order, never closing a standard stream; an OSError of the write names ``path``
+    (``<stdout>`` for ``-``)."""
+    name = display_name(path)
+    binary = "b" in mode
+    kwargs = {} if binary else {"encoding": encoding, "newline": "\n"}
+    std = {1: sys.stdout, 2: sys.stderr}.get(how) if isinstance(how, int) else None
+    own = None
+    try:
+        if std is not None:
+            if stream_closed(std):
+                raise OutputError(name, "standard output is closed" if how == 1 else "standard error is closed")
+            std.flush()  # what was printed before comes first
+            fh = std.buffer if binary else std
+        elif isinstance(how, int):
+            own = fh = open(os.dup(how), mode, **kwargs)
+        else:
+            own = fh = open(how, mode, **kwargs)
+    except OSError as exc:
+        raise output_error(exc, name) from exc
+    try:
+        try:
+            yield fh
+            fh.flush()
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError) or exc.filename is not None:
+                raise
+            raise output_error(exc, name) from exc
+    finally:
+        if own is not None:
+            with contextlib.suppress(OSError):
+                own.close()
 
-    An existing non-empty ``dest`` is refused unless ``overwrite``; with ``overwrite`` the
-    old directory is replaced only after the new one is complete.  An OSError while filling
-    it becomes an :class:`OutputError` naming the file as it would be under ``dest``.
+
+def check_replaceable(dest: str | os.PathLike, overwrite: bool, owned: Callable[[Path], bool] | None,
+                      writer: str = "nmtkit") -> None:
+    """Refuse a ``dest`` that :func:`atomic_directory` must not replace; call it before any work.
+
+    A new or empty directory is fine.  A non-empty one is replaced only with ``overwrite`` and
+    only if ``owned(dest)`` says nmtkit wrote it (``writer`` names what writes it): ``--overwrite``
+    on someone's home or corpus directory would delete it, so that refusal never suggests it.
     """
     target = Path(dest)
     if target.exists() and not target.is_dir():
         raise InputError(str(target), None, "exists and is not a directory")
-    if target.is_dir() and any(target.iterdir()) and not overwrite:
+    try:
+        empty = not target.is_dir() or not any(target.iterdir())
+    except OSError as exc:
+        raise output_error(exc, target) from exc
+    if empty:
+        return
+    if owned is None or not owned(target):
+        raise InputError(str(target), None, f"directory exists, is not empty and was not written by {writer}: "
+                                            "choose a new or empty directory")
+    if not overwrite:
         raise InputError(str(target), None, "directory exists and is not empty (use --overwrite to replace it)")
+
+
+@contextlib.contextmanager
+def atomic_directory(dest: str | os.PathLike, overwrite: bool = False, owned: Callable[[Path], bool] | None = None,
+                     writer: str = "nmtkit") -> Iterator[Path]:
+    """Build a directory under a temporary name and move it to ``dest`` only on success.
+
+    An existing non-empty ``dest`` is refused unless ``overwrite`` and ``owned`` (see
+    :func:`check_replaceable`); then the old directory is replaced only after the new one is
+    complete.  An OSError while filling it becomes an :class:`OutputError` naming the file as it
+    would be under ``dest``.
+    """
+    target = Path(dest)
+    check_replaceable(target, overwrite, owned, writer)
     ensure_dir(target.parent, for_path=target)
     dir_mode = output_mode(target, directory=True)
     try:

@@ -70,18 +70,14 @@ def train_throughput(data: str, batch: dict, updates: int, warmup: int, amp: str
 def translate_throughput(ckpt: str, test: str, compile_step: bool, amp: str, batch_size: int) -> dict:
     """Beam-5 sentences/s over the whole ``test`` file (after a warm-up pass over its first
     256 lines), optionally with every member's ``decode_step`` under ``torch.compile``."""
-    from nmtkit.generate.loading import load_ensemble
+    from nmtkit.generate.bundle import ModelBundle
     from nmtkit.generate.translator import SearchOptions, Translator
-    from nmtkit.utils.amp import resolve_amp
-    from nmtkit.checkpoint import pipelines_from_checkpoint
 
-    device = torch.device("cuda")
-    model, ckpts = load_ensemble(ckpt, device)
+    bundle = ModelBundle.load(ckpt, device="cuda", amp=amp, batch_size=batch_size)
     if compile_step:
-        for m in model.models:
+        for m in bundle.model.models:
             m.decode_step = torch.compile(m.decode_step, dynamic=True)
-    src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-    translator = Translator(model, src_pipe, tgt_pipe, SearchOptions(beam=5), device, amp_dtype=resolve_amp(amp, device))
+    translator = Translator(bundle, SearchOptions(beam=5))
     lines = Path(test).read_text(encoding="utf-8").splitlines()
     items = list(enumerate(lines))
     with torch.inference_mode():

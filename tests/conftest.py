@@ -89,3 +89,11 @@ def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
 @pytest.fixture
 def random_ckpt(tmp_path: Path) -> Path:
     return make_checkpoint(tmp_path / "random.pt")
+
+
+def search_options(**kw):  # noqa: ANN003, ANN201
+    """``SearchOptions`` with the unbounded lengths the search tests were written for (no
+    ``--max-len-a``, 200 tokens) unless a test sets them."""
+    from nmtkit.generate.beam import SearchOptions
+
+    return SearchOptions(**{"max_len_a": 0.0, "max_len_b": 200, **kw})

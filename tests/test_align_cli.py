@@ -22,12 +22,13 @@ from nmtkit.data.sample import generate_corpus
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import alignment_error_rate
-from nmtkit.evaluate.align_pipeline import build_lexicon, count_word_pairs, prepare_side
-from nmtkit.evaluate.aligner import Aligner, AlignmentRun
+from nmtkit.data.lexicon import build_lexicon, count_word_pairs
+from nmtkit.generate.align_pipeline import prepare_side
+from nmtkit.generate.aligner import Aligner, AlignmentRun
 from nmtkit.evaluate.alignment_io import read_alignments, read_gold
 from nmtkit.evaluate.symmetrize import symmetrize
-from nmtkit.generate.loading import load_ensemble
-from nmtkit.generate.unk import load_lexicon
+from nmtkit.generate.bundle import load_ensemble
+from nmtkit.data.lexicon import load_lexicon
 from nmtkit.models import registry
 from nmtkit.checkpoint import model_payload, save_checkpoint
 
@@ -405,7 +406,7 @@ def test_option_combinations_refused(corpus, args, message):
 
 
 def test_gold_option_checks_are_the_librarys_and_come_before_loading(tmp_path, monkeypatch):
-    import nmtkit.evaluate.aligner as library
+    import nmtkit.generate.aligner as library
 
     missing, g = tmp_path / "missing.pt", write(tmp_path / "g", "0-0\n")
     text = ["--source", g, "--target", g]
@@ -457,7 +458,7 @@ def test_help_names_the_align_shift_default():
 def test_soft_symmetrization_through_the_aligner(tmp_path):
     """--symmetrize soft-grow-diag-final-and: the links are soft_symmetrize of the two directions'
     word-level attention; only the matrices asked for (heatmaps) stay in the run."""
-    from nmtkit.evaluate.symmetrize import soft_symmetrize
+    from nmtkit.generate.word_alignment import soft_symmetrize
 
     words_en, words_de = ["the", "cat", "sees", "a", "dog"], ["die", "katze", "sieht", "einen", "hund"]
     fwd = untrained_checkpoint(tmp_path / "f.pt", TextPipeline("en"), TextPipeline("de"), words_en, words_de)

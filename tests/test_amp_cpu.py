@@ -70,7 +70,7 @@ def test_bf16_with_int8_is_refused(random_ckpt: Path) -> None:
 
 
 def test_bf16_model_scoring_is_close_to_float32(random_ckpt: Path, tiny_parallel: Path) -> None:
-    from nmtkit.evaluate.scoring import score_model
+    from nmtkit.generate.scorer import score_model
 
     ppl = {amp: score_model(str(random_ckpt), source=str(tiny_parallel / "test.en"), target=str(tiny_parallel / "test.de"),
                             device="cpu", amp=amp).perplexity for amp in ("none", "bf16")}

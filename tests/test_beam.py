@@ -8,8 +8,9 @@ import torch
 from generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_dict, pad_batch, table_fn
 
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import beam_search, length_penalty, topk_ordered
+from nmtkit.generate.beam import SearchOptions, beam_search, length_penalty, topk_ordered
 from nmtkit.generate.ensemble import EnsembleModel
+from tests.conftest import search_options
 
 WORDS = ["a", "b", "c", "d"]
 L = math.log
@@ -24,7 +25,8 @@ def run(model, srcs=(("x", "y"),), **kw):
     ens = model if isinstance(model, EnsembleModel) else EnsembleModel([model])
     seqs = [ens.src_dict.encode(list(s)) for s in srcs]
     toks, lens = pad_batch(seqs)
-    return beam_search(ens, toks, lens, **kw)
+    return_attention = kw.pop("return_attention", True)
+    return beam_search(ens, toks, lens, search_options(**kw), return_attention=return_attention)
 
 
 def words(model, hyp) -> str:
@@ -221,11 +223,11 @@ def test_batched_equals_single_lstm(attention):
     toks, lens = pad_batch(seqs)
     ens = EnsembleModel([m])
     for kw in (dict(beam=4, nbest=4, max_len_a=1.5, max_len_b=2, lenpen=0.6), dict(beam=1, max_len_b=6)):
-        batched = beam_search(ens, toks, lens, **kw)
+        batched = beam_search(ens, toks, lens, search_options(**kw))
         lengths = set()
         for i, s in enumerate(seqs):
             t1, l1 = pad_batch([s])
-            single = beam_search(ens, t1, l1, **kw)[0]
+            single = beam_search(ens, t1, l1, search_options(**kw))[0]
             same_hyps(batched[i], single)
             lengths.update(h.length for h in single)
         assert len(lengths) > 1  # hypotheses really finished at different steps
@@ -247,13 +249,18 @@ def test_topk_ordered_breaks_ties_by_index():
 
 
 def test_option_errors():
-    m = table_model(GREEDY_TRAP)
-    with pytest.raises(NmtkitError, match="nbest"):
-        run(m, beam=2, nbest=3)
-    with pytest.raises(NmtkitError, match="beam size"):
-        run(m, beam=0)
-    with pytest.raises(NmtkitError, match="length penalty"):
-        run(m, lenpen_form="average")
+    """SearchOptions checks itself once, when made, with the flags' names (the same words as
+    nmtkit-translate's errors)."""
+    with pytest.raises(NmtkitError, match=r"^--nbest must be between 1 and --beam \(2\), got 3$"):
+        SearchOptions(beam=2, nbest=3)
+    with pytest.raises(NmtkitError, match=r"^--beam must be at least 1, got 0$"):
+        SearchOptions(beam=0)
+    with pytest.raises(NmtkitError, match=r"^--lenpen-form must be one of fairseq, gnmt, got 'average'$"):
+        SearchOptions(lenpen_form="average")
+    with pytest.raises(NmtkitError, match=r"^--lenpen must be a finite number, got nan$"):
+        SearchOptions(lenpen=float("nan"))
+    with pytest.raises(NmtkitError, match=r"^--min-len must not be negative, got -1$"):
+        SearchOptions(min_len=-1)
 
 
 @pytest.mark.parametrize("arch,opts", [
@@ -277,8 +284,8 @@ def test_one_encoder_copy_per_sentence_gives_the_same_translations(arch, opts, m
     g = torch.Generator().manual_seed(2)
     toks, lens = pad_batch([torch.randint(4, len(d), (n,), generator=g).tolist() + [2] for n in (6, 2, 9, 4)])
     kw = dict(beam=4, nbest=4, max_len_a=1.0, max_len_b=3)
-    shared = beam_search(ens, toks, lens, **kw)
+    shared = beam_search(ens, toks, lens, search_options(**kw))
     monkeypatch.setattr(EnsembleModel, "shares_encoder_rows", property(lambda self: False))
-    repeated = beam_search(ens, toks, lens, **kw)
+    repeated = beam_search(ens, toks, lens, search_options(**kw))
     for a, b in zip(shared, repeated):
         same_hyps(a, b)

@@ -10,6 +10,7 @@ from generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_di
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import beam_search
 from nmtkit.generate.ensemble import EnsembleModel
+from tests.conftest import search_options
 
 WORDS = ["a", "b", "c", "d"]
 
@@ -20,8 +21,8 @@ def test_same_model_twice_equals_the_model():
     g = torch.Generator().manual_seed(2)
     toks, lens = pad_batch([torch.randint(4, 9, (n,), generator=g).tolist() + [2] for n in (3, 6, 1)])
     kw = dict(beam=4, nbest=4, max_len_a=1.0, max_len_b=3)
-    one = beam_search(EnsembleModel([m]), toks, lens, **kw)
-    two = beam_search(EnsembleModel([m, m]), toks, lens, **kw)
+    one = beam_search(EnsembleModel([m]), toks, lens, search_options(**kw))
+    two = beam_search(EnsembleModel([m, m]), toks, lens, search_options(**kw))
     for h1s, h2s in zip(one, two):
         assert [h.tokens for h in h1s] == [h.tokens for h in h2s]
         for h1, h2 in zip(h1s, h2s):
@@ -49,7 +50,7 @@ def test_probabilities_are_averaged_not_log_probabilities():
     assert len(states) == 2
     # averaging log-probabilities (geometric mean) would pick "b": sqrt(.1*.55) > sqrt(.9*.05)
     toks, lens = pad_batch([m1.src_dict.encode(["x"])])
-    (h,) = beam_search(EnsembleModel([m1, m2]), toks, lens, beam=1)[0]
+    (h,) = beam_search(EnsembleModel([m1, m2]), toks, lens, search_options(beam=1))[0]
     assert h.tokens == [4]
 
 
@@ -82,6 +83,6 @@ def test_members_may_differ_in_architecture():
     table = TableModel(sd, td, lambda src, pre: {"t1": 0.5}, attention=False)
     ens = EnsembleModel([lstm, table], names=["lstm.pt", "table.pt"])
     toks, lens = pad_batch([[4, 5, 2]])
-    (h,) = beam_search(ens, toks, lens, beam=2, max_len_b=4)[0]
+    (h,) = beam_search(ens, toks, lens, search_options(beam=2, max_len_b=4))[0]
     assert h.attention.shape == (len(h.tokens) + 1, 3)
     assert not lstm.training and not table.training  # an ensemble is for inference

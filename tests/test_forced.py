@@ -9,7 +9,11 @@ from generate_stubs import TinyConfig, TinyLSTM, lstm_dicts, pad_batch
 
 from nmtkit.generate.beam import beam_search
 from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.generate.forced import collate, score_corpus, score_references, shift_right
+from nmtkit.data.dataset import pad_sequences
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.generate.bundle import ModelBundle
+from nmtkit.generate.forced import score_corpus, score_references, shift_right
+from tests.conftest import search_options
 
 
 def sources():
@@ -28,7 +32,7 @@ def test_forced_scores_equal_beam_step_scores(members):
     ens = EnsembleModel(models)
     srcs = sources()
     toks, lens = pad_batch(srcs)
-    nbest = beam_search(ens, toks, lens, beam=3, nbest=3, max_len_a=1.0, max_len_b=3)
+    nbest = beam_search(ens, toks, lens, search_options(beam=3, nbest=3, max_len_a=1.0, max_len_b=3))
     pairs = [(srcs[i], h) for i, hyps in enumerate(nbest) for h in hyps]
     src, slen = collate([p[0] for p in pairs])
     tgt, tlen = collate([p[1].tokens + [2] for p in pairs])
@@ -59,6 +63,10 @@ def test_forced_ensemble_is_log_mean_exp_of_members():
     assert ra[3].tokens == [] and ra[3].num_tokens == 1  # an empty reference still scores </s>
 
 
+def collate(seqs):  # noqa: ANN001, ANN201 - sequences that already end with </s>
+    return pad_sequences(seqs, append_eos=False)
+
+
 def test_no_attention_gives_none():
     m = lstm(3, attention=False)
     src, slen = collate(sources()[:2])
@@ -71,7 +79,8 @@ def test_score_corpus_keeps_input_order_and_matches_single_scoring():
     m = EnsembleModel([lstm(4)])
     srcs = sources()
     refs = [[5, 6, 2], [7, 2], [4, 4, 4, 9, 2], [8, 2]]
-    many = score_corpus(m, srcs, refs, batch_size=3)
+    bundle = ModelBundle.of_model(m, TextPipeline("x"), TextPipeline("y"), torch.device("cpu"), batch_size=3)
+    many = score_corpus(bundle, srcs, refs)
     for s, t, r in zip(srcs, refs, many):
         (one,) = score_references(m, *collate([s]), *collate([t]))
         assert r.tokens == t[:-1]
@@ -79,9 +88,7 @@ def test_score_corpus_keeps_input_order_and_matches_single_scoring():
         assert r.perplexity == pytest.approx(math.exp(-one.log_prob / len(t)), rel=1e-5)
 
 
-def test_collate_and_shift():
+def test_padding_and_shift():
     toks, lens = collate([[5, 6, 2], [7, 2]])
     assert toks.tolist() == [[5, 6, 2], [7, 2, 0]] and lens.tolist() == [3, 2]
     assert shift_right(toks, lens).tolist() == [[1, 5, 6], [1, 7, 0]]
-    with pytest.raises(ValueError, match="</s>"):
-        collate([[5, 6]])

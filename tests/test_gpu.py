@@ -10,6 +10,7 @@ import torch
 from click.testing import CliRunner
 
 from conftest import make_checkpoint
+from tests.conftest import search_options
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -68,7 +69,7 @@ def test_beam_search_on_the_gpu_equals_the_cpu(tmp_path: Path) -> None:
     for dev in ("cpu", "cuda"):
         model, _ = load_model(path, torch.device(dev))
         with torch.inference_mode():
-            hyps = beam_search(EnsembleModel([model]), src.to(dev), lengths.to(dev), beam=4, nbest=2, max_len_b=12)
+            hyps = beam_search(EnsembleModel([model]), src.to(dev), lengths.to(dev), search_options(beam=4, nbest=2, max_len_b=12))
         results.append([[h.tokens for h in nbest] for nbest in hyps])
     assert results[0] == results[1]
 

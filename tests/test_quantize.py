@@ -18,8 +18,9 @@ from conftest import train_sample_model, make_checkpoint
 from nmtkit.cli.translate import command as translate
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import beam_search
-from nmtkit.generate.loading import load_ensemble
+from nmtkit.generate.bundle import load_ensemble
 from nmtkit.generate.quantize import QuantizedStackedRNN, check_quantize, quantize_ensemble
+from tests.conftest import search_options
 
 VARIANTS = [
     ("luong_tiny", {}),
@@ -63,7 +64,7 @@ def test_every_model_type_runs_quantized_and_stays_close(tmp_path, arch, overrid
             assert (lp_q - lp_ref).abs().max() < 0.15  # int8 rounding, not a different computation
             assert (a_ref is None) == (a_q is None)
             prev = lp_ref.argmax(dim=1)
-    hyps = beam_search(q, src, lengths, beam=3, nbest=2, max_len_b=8)
+    hyps = beam_search(q, src, lengths, search_options(beam=3, nbest=2, max_len_b=8))
     assert all(len(h) == 2 and all(0 <= t < len(q.tgt_dict) for x in h for t in x.tokens) for h in hyps)
 
 
@@ -82,7 +83,7 @@ def test_quantized_ensemble(tmp_path):
             encs = model.encode(src, lengths)
             lps.append(model.decode_step(prev, model.init_decoder_state(encs), encs)[0])
     assert (lps[0] - lps[1]).abs().max() < 0.15
-    assert all(len(h) == 1 for h in beam_search(q, src, lengths, beam=2, max_len_b=6))
+    assert all(len(h) == 1 for h in beam_search(q, src, lengths, search_options(beam=2, max_len_b=6)))
 
 
 def test_quantize_is_refused_off_the_cpu(tmp_path):
@@ -136,10 +137,12 @@ def test_quantized_translations_stay_close(trained):
 
 
 def test_shortlist_rows_of_an_int8_layer_follow_new_weights():
-    """select_output_rows caches the unpacked int8 weight (unpacking per batch was slow), keyed on
-    the packed weights: weights set later are the ones a new shortlist slices."""
+    """select_output_rows (through the int8 hook nmtkit.generate.quantize registers) caches the
+    unpacked int8 weight (unpacking per batch was slow), keyed on the packed weights: weights set
+    later are the ones a new shortlist slices."""
     from torch.ao.nn.quantized import dynamic as qd
 
+    import nmtkit.generate.quantize  # noqa: F401 - registers the int8 hooks
     from nmtkit.models.common import select_output_rows
 
     torch.manual_seed(0)

@@ -12,8 +12,9 @@ from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import InputError
 from nmtkit.generate.beam import beam_search
-from nmtkit.generate.loading import load_ensemble
+from nmtkit.generate.bundle import load_ensemble
 from nmtkit.generate.shortlist import Shortlist, check_shortlist, sentence_keys
+from tests.conftest import search_options
 
 ARCHS = ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"]
 LINES = ["the cat sits .", "a dog sees the man , Anna sleeps .", "the man runs .", "Anna"]
@@ -38,8 +39,8 @@ def _same(a, b) -> None:  # noqa: ANN001
 def test_a_shortlist_of_the_whole_vocabulary_changes_nothing(tmp_path, arch):
     model, _ = load_ensemble(str(make_checkpoint(tmp_path / "m.pt", arch)))
     src, lengths = _batch(model)
-    plain = beam_search(model, src, lengths, beam=4, nbest=3, max_len_b=8)
-    full = beam_search(model, src, lengths, beam=4, nbest=3, max_len_b=8, shortlist=torch.arange(len(model.tgt_dict)))
+    plain = beam_search(model, src, lengths, search_options(beam=4, nbest=3, max_len_b=8))
+    full = beam_search(model, src, lengths, search_options(beam=4, nbest=3, max_len_b=8), shortlist=torch.arange(len(model.tgt_dict)))
     _same(plain, full)
     assert all(m._output_rows is None for m in model.models)  # the restriction ends with the search
 
@@ -48,10 +49,10 @@ def test_ensemble_members_share_the_shortlist(tmp_path):
     paths = ":".join(str(make_checkpoint(tmp_path / f"m{k}.pt", a, seed=k)) for k, a in enumerate(ARCHS[:2]))
     model, _ = load_ensemble(paths)
     src, lengths = _batch(model)
-    _same(beam_search(model, src, lengths, beam=3, max_len_b=6),
-          beam_search(model, src, lengths, beam=3, max_len_b=6, shortlist=torch.arange(len(model.tgt_dict))))
+    _same(beam_search(model, src, lengths, search_options(beam=3, max_len_b=6)),
+          beam_search(model, src, lengths, search_options(beam=3, max_len_b=6), shortlist=torch.arange(len(model.tgt_dict))))
     ids = torch.tensor([0, 1, 2, 3, 9, 12, 20])
-    for hyps in beam_search(model, src, lengths, beam=3, nbest=2, max_len_b=6, shortlist=ids):
+    for hyps in beam_search(model, src, lengths, search_options(beam=3, nbest=2, max_len_b=6), shortlist=ids):
         assert all(t in ids.tolist() for h in hyps for t in h.tokens)
 
 
@@ -62,11 +63,11 @@ def test_greedy_output_is_kept_when_the_shortlist_holds_it(tmp_path, arch):
     renormalised over the shortlist (never lower)."""
     model, _ = load_ensemble(str(make_checkpoint(tmp_path / "m.pt", arch, seed=3)))
     src, lengths = _batch(model)
-    plain = beam_search(model, src, lengths, beam=1, max_len_b=8)
+    plain = beam_search(model, src, lengths, search_options(beam=1, max_len_b=8))
     used = {t for h in plain for t in h[0].tokens}
     ids = torch.tensor(sorted({0, 1, 2, 3, 17} | used))
     assert len(ids) < len(model.tgt_dict)  # a real restriction
-    short = beam_search(model, src, lengths, beam=1, max_len_b=8, shortlist=ids)
+    short = beam_search(model, src, lengths, search_options(beam=1, max_len_b=8), shortlist=ids)
     assert [h[0].tokens for h in short] == [h[0].tokens for h in plain]
     for a, b in zip(plain, short):
         assert bool((b[0].positional_scores >= a[0].positional_scores - 1e-6).all())

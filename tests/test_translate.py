@@ -124,7 +124,7 @@ def test_data_dir_with_other_dictionaries_is_refused(random_ckpt, tiny_parallel,
                                           "--destdir", str(tmp_path / "bin"), "--thresholdsrc", "2"])
     assert res.exit_code == 0, res.output
     res = run(["--path", str(random_ckpt), "--data", str(tmp_path / "bin")], "the cat\n")
-    assert res.exit_code == 1 and "dictionaries do not match the checkpoint" in res.stderr
+    assert res.exit_code == 1 and "the source dictionaries differ" in res.stderr
 
 
 def test_verbose_without_attention_has_no_alignment_lines(tmp_path):

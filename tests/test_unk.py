@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from nmtkit.errors import InputError, NmtkitError
-from nmtkit.generate.unk import load_lexicon, replace_unks
+from nmtkit.data.lexicon import load_lexicon
+from nmtkit.generate.unk import replace_unks
 
 
 def test_copies_the_most_attended_real_source_word():

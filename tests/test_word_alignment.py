@@ -116,7 +116,8 @@ def test_compose_with_sacremoses():
 
 
 def test_soft_symmetrization_averages_both_directions_attention():
-    from nmtkit.evaluate.symmetrize import grow_diag_final_and, soft_symmetrize
+    from nmtkit.evaluate.symmetrize import grow_diag_final_and
+    from nmtkit.generate.word_alignment import soft_symmetrize
 
     # forward [n_tgt=2, n_src=3] is unsure about target word 1; the reverse model is sure that
     # source word 2 goes with target word 1, so the average links (2, 1)

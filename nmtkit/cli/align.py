@@ -68,7 +68,7 @@ def parse_plot_ids(text: Optional[str], n_pairs: int) -> list[int]:
 
 def _check_options(o: dict[str, Any]) -> None:
     """Refuse option combinations that cannot mean anything, before any file is read."""
-    from nmtkit.evaluate.aligner import check_gold_options
+    from nmtkit.generate.aligner import check_gold_options
 
     if o["data"] is not None and (o["source"] is not None or o["target"] is not None):
         raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
@@ -128,10 +128,10 @@ def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) ->
 
 def run_align(o: dict[str, Any]) -> None:
     """Everything the command does, given its options as a dictionary: the library aligns
-    (:class:`nmtkit.evaluate.aligner.Aligner`), this writes and prints."""
+    (:class:`nmtkit.generate.aligner.Aligner`), this writes and prints."""
     import torch
 
-    from nmtkit.evaluate.aligner import Aligner, read_gold_links, score_alignments
+    from nmtkit.generate.aligner import Aligner, read_gold_links, score_alignments
     from nmtkit.evaluate.alignment_io import format_pharaoh
     from nmtkit.utils.textio import atomic_write, read_lines
 

@@ -30,7 +30,7 @@ from nmtkit.cli.common import NmtkitCommand, console, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
-from nmtkit.evaluate.scoring import display_name as _display, score_files, score_model
+from nmtkit.evaluate.scoring import display_name as _display, score_files
 from nmtkit.utils.amp import AMP_CHOICES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
@@ -159,6 +159,8 @@ def _text_json(names: list[str], sys_files: list[str], metric_names: list[str],
 def _score_model(*, checkpoints: str, data: str | None, split: str, source: str | None,
                  target: str | None, batch_size: int, device: str, amp: str, as_json: bool) -> None:
     """Reference log-probabilities per sentence and corpus perplexity under a model/ensemble."""
+    from nmtkit.generate.scorer import score_model  # torch and the models: only for model scoring
+
     scores = score_model(checkpoints, data=data, split=split, source=source, target=target,
                          batch_size=batch_size, device=device, amp=amp)
     paths, logprobs, counts = scores.checkpoints, scores.logprobs, scores.n_tokens

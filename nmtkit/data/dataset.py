@@ -290,6 +290,7 @@ def make_batches(
     epoch: int = 1,
     shuffle: bool = True,
     pool_batches: int = 100,
+    sort_by: str = "target",
 ) -> list[list[int]]:
     """Group sentence indices into batches under a token budget and/or sentence count.
 
@@ -301,7 +302,8 @@ def make_batches(
     the output layer and the softmax run over every padded target position and are most of a
     step, while the encoder packs its input and skips source padding.  On Multi30k (BPE 10k,
     batches of 64) this cut target padding from 15 % to 1.8 % (source padding went from 1.6 %
-    to 14 %).
+    to 14 %).  ``sort_by="source"`` sorts by source length first instead (search and model
+    scoring, where the source is what every step reads).
     """
     if max_tokens is None and batch_size is None:
         raise NmtkitError("give --max-tokens or --batch-size")
@@ -315,7 +317,8 @@ def make_batches(
     batches: list[list[int]] = []
     for start in range(0, n, pool):
         chunk = order[start : start + pool]
-        chunk = chunk[np.lexsort((src_sizes[chunk], tgt_sizes[chunk]))]  # target length first (see above)
+        keys = (src_sizes[chunk], tgt_sizes[chunk]) if sort_by == "target" else (tgt_sizes[chunk], src_sizes[chunk])
+        chunk = chunk[np.lexsort(keys)]  # the last key sorts first (target length first for training: see above)
         cur: list[int] = []
         longest = 0
         for i in chunk:

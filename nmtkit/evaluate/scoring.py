@@ -1,10 +1,9 @@
-"""What ``nmtkit-score`` computes, as library functions: the command only parses options and prints.
+"""What the text mode of ``nmtkit-score`` computes, as library functions: the command only parses
+options and prints.  Model scoring (forced decoding) is :mod:`nmtkit.generate.scorer`.
 
 * :func:`score`: corpus metrics of hypotheses against references held in memory;
 * :func:`score_files`: everything the text mode of ``nmtkit-score`` does with files (labels, line
-  checks, sentence scores, BLEU by length and its plot, paired bootstrap) -> :class:`TextScores`;
-* :func:`score_model`: log-probabilities of references under a checkpoint or ensemble (forced
-  decoding) -> :class:`ModelScores`.
+  checks, sentence scores, BLEU by length and its plot, paired bootstrap) -> :class:`TextScores`.
 
 Every input is read and checked before anything is scored, so a bad file never gives partial results.
 """
@@ -12,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Iterator, Optional, Sequence, Union
 
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, LengthBucketAccumulator, parse_edges
@@ -25,10 +24,8 @@ from nmtkit.evaluate.metrics import (
     corpus_scores,
     paired_bootstrap,
     parse_metric_names,
-    perplexity,
     sentence_scores,
 )
-from nmtkit.utils.memory import allocation_guard
 from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 
 DEFAULT_METRICS = ("bleu", "chrf")
@@ -168,92 +165,3 @@ def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
                             {n: [b.bleu for b in bs] for n, bs in zip(names, result.by_length)},
                             xlabel="source sentence length (words)" if src_file is not None else "reference length (words)")
     return result
-
-
-@dataclass
-class ModelScores:
-    """Reference log-probabilities (natural log, summed over tokens including ``</s>``) per sentence."""
-
-    checkpoints: list[str]
-    logprobs: list[float]
-    n_tokens: list[int]
-
-    @property
-    def total_logprob(self) -> float:
-        return sum(self.logprobs)
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.n_tokens)
-
-    @property
-    def perplexity(self) -> float:
-        return perplexity(self.total_logprob, self.total_tokens)
-
-
-def forced_scores(checkpoints: str, *, data_dir: Optional[str], split: str, source: Optional[str],
-                  target: Optional[str], batch_size: int, device: Any, amp_dtype: Any = None) -> list[Any]:
-    """Load the checkpoints as one ensemble and force-decode the references.
-
-    The references come from a preprocessed split (``data_dir``/``split``: ids as
-    binarized, dictionaries must be the model's) or from raw ``source``/``target`` files
-    (turned into pieces by the checkpoint's own text pipeline).  Returns
-    :class:`nmtkit.generate.forced.ForcedResult` objects in corpus order.
-    """
-    from nmtkit.checkpoint import pipelines_from_checkpoint
-    from nmtkit.data.dictionary import EOS_ID
-    from nmtkit.generate.forced import score_corpus
-    from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
-
-    model, ckpts = load_ensemble(checkpoints, device)
-    first_path = split_checkpoint_paths(checkpoints)[0]
-    if data_dir is not None:
-        from nmtkit.data.dataset import DataDir
-
-        data = DataDir(data_dir)
-        for side, mine, theirs in (("source", model.src_dict, data.src_dict), ("target", model.tgt_dict, data.tgt_dict)):
-            if mine.checksum() != theirs.checksum():
-                raise NmtkitError(f"{first_path} and {data_dir}: the {side} dictionaries differ "
-                                  "(score data preprocessed with the model's dictionaries, or use --source/--target)")
-        ds = data.load_split(split)
-        src_seqs = [ds.src[i].tolist() + [EOS_ID] for i in range(len(ds))]
-        tgt_seqs = [ds.tgt[i].tolist() + [EOS_ID] for i in range(len(ds))]
-    else:
-        assert source is not None and target is not None
-        src_lines, tgt_lines = read_lines(source), read_lines(target)
-        check_parallel([display_name(source), display_name(target)], [len(src_lines), len(tgt_lines)])
-        src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-        src_seqs = [model.src_dict.encode(src_pipe.encode(line)[1], add_eos=True) for line in src_lines]
-        tgt_seqs = [model.tgt_dict.encode(tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]
-    if not src_seqs:
-        raise NmtkitError(f"nothing to score: split {split!r} of {data_dir} is empty")
-    from nmtkit.utils.amp import autocast
-
-    with autocast(device, amp_dtype), allocation_guard(f"force-decoding batches of --batch-size {batch_size} (lower it)"):
-        return score_corpus(model, src_seqs, tgt_seqs, batch_size=batch_size, device=device)
-
-
-def score_model(checkpoints: Union[str, Sequence[str]], *, data: Optional[str] = None, split: str = "test",
-                source: Optional[str] = None, target: Optional[str] = None, batch_size: int = 32,
-                device: Any = None, amp: str = "auto") -> ModelScores:
-    """Log-probability of references under a checkpoint or ensemble (``"a.pt:b.pt"`` or a list).
-
-    The references are a preprocessed split (``data`` + ``split``) or raw ``source``/``target`` files.
-    """
-    from nmtkit.generate.loading import split_checkpoint_paths
-    from nmtkit.utils.amp import resolve_amp
-    from nmtkit.utils.device import parse_device
-
-    checkpoints = checkpoints if isinstance(checkpoints, str) else ":".join(os.fspath(p) for p in checkpoints)
-    paths = split_checkpoint_paths(checkpoints)
-    if data is not None and (source is not None or target is not None):
-        raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
-    if data is None and (source is None or target is None):
-        raise NmtkitError("model scoring needs --data DIR (with --split) or both --source and --target")
-    if source is not None and source == target == "-":
-        raise NmtkitError("standard input ('-') can be read only once")
-    dev = parse_device(device)
-    amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
-    results = forced_scores(checkpoints, data_dir=data, split=split, source=source, target=target,
-                            batch_size=batch_size, device=dev, amp_dtype=amp_dtype)
-    return ModelScores(paths, [float(r.log_prob) for r in results], [int(r.num_tokens) for r in results])

@@ -107,15 +107,39 @@ def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return vals, idx
 
 
-def _check_options(beam: int, nbest: int, min_len: int, lenpen_form: str) -> None:
-    if beam < 1:
-        raise NmtkitError(f"beam size must be at least 1, got {beam}")
-    if not 1 <= nbest <= beam:
-        raise NmtkitError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
-    if min_len < 0:
-        raise NmtkitError(f"min_len must not be negative, got {min_len}")
-    if lenpen_form not in LENPEN_FORMS:
-        raise NmtkitError(f"unknown length penalty form {lenpen_form!r} (choose from {', '.join(LENPEN_FORMS)})")
+@dataclass(frozen=True)
+class SearchOptions:
+    """Every setting of the search, with its one default (``nmtkit-translate``'s flags, the
+    library, validation BLEU during training).  Checked once, when made: a bad value is a
+    one-line :class:`NmtkitError` naming the flag."""
+
+    beam: int = 5
+    nbest: int = 1
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    min_len: int = 1
+    lenpen: float = 1.0
+    lenpen_form: str = "fairseq"
+    unkpen: float = 0.0
+
+    def __post_init__(self) -> None:
+        import math
+
+        if self.beam < 1:
+            raise NmtkitError(f"--beam must be at least 1, got {self.beam}")
+        if not 1 <= self.nbest <= self.beam:
+            raise NmtkitError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        if self.min_len < 0:
+            raise NmtkitError(f"--min-len must not be negative, got {self.min_len}")
+        if self.max_len_b < 0:
+            raise NmtkitError(f"--max-len-b must not be negative, got {self.max_len_b}")
+        for flag, value in (("--max-len-a", self.max_len_a), ("--lenpen", self.lenpen), ("--unkpen", self.unkpen)):
+            if not math.isfinite(value):
+                raise NmtkitError(f"{flag} must be a finite number, got {value}")
+        if self.max_len_a < 0:
+            raise NmtkitError(f"--max-len-a must not be negative, got {self.max_len_a}")
+        if self.lenpen_form not in LENPEN_FORMS:
+            raise NmtkitError(f"--lenpen-form must be one of {', '.join(LENPEN_FORMS)}, got {self.lenpen_form!r}")
 
 
 @torch.inference_mode()
@@ -123,18 +147,11 @@ def beam_search(
     model: EnsembleModel,
     src_tokens: Tensor,
     src_lengths: Tensor,
-    beam: int = 5,
-    nbest: int = 1,
-    max_len_a: float = 0.0,
-    max_len_b: int = 200,
-    min_len: int = 1,
-    lenpen: float = 1.0,
-    lenpen_form: str = "fairseq",
-    unkpen: float = 0.0,
+    options: SearchOptions = SearchOptions(),
     return_attention: bool = True,
     shortlist: Optional[Tensor] = None,
 ) -> list[list[Hypothesis]]:
-    """Translate a batch: for each input sentence, up to ``nbest`` hypotheses, best first.
+    """Translate a batch: for each input sentence, up to ``options.nbest`` hypotheses, best first.
 
     ``src_tokens`` ``[B, S]`` end with ``</s>`` and are right-padded (see the model contract);
     ``return_attention=False`` skips collecting attention (``Hypothesis.attention`` is None).
@@ -142,16 +159,16 @@ def beam_search(
     every member's output layer is restricted to them and log-probabilities are normalised over
     them; with every id of the vocabulary the result is exactly the unrestricted one.
     """
-    _check_options(beam, nbest, min_len, lenpen_form)
+    o = options
     if shortlist is None:
-        return _search(model, src_tokens, src_lengths, beam, nbest, max_len_a, max_len_b, min_len,
-                       lenpen, lenpen_form, unkpen, return_attention, None)
+        return _search(model, src_tokens, src_lengths, o.beam, o.nbest, o.max_len_a, o.max_len_b, o.min_len,
+                       o.lenpen, o.lenpen_form, o.unkpen, return_attention, None)
     from nmtkit.generate.shortlist import check_shortlist
 
     check_shortlist(shortlist, len(model.tgt_dict))
     with model.restrict_output(shortlist):
-        return _search(model, src_tokens, src_lengths, beam, nbest, max_len_a, max_len_b, min_len,
-                       lenpen, lenpen_form, unkpen, return_attention, shortlist)
+        return _search(model, src_tokens, src_lengths, o.beam, o.nbest, o.max_len_a, o.max_len_b, o.min_len,
+                       o.lenpen, o.lenpen_form, o.unkpen, return_attention, shortlist)
 
 
 def _search(

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import torch
 from torch import Tensor
 
-from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID
+from nmtkit.data.dataset import pad_sequences
+from nmtkit.data.dictionary import BOS_ID, PAD_ID
 from nmtkit.generate.ensemble import EnsembleModel
+
+if TYPE_CHECKING:
+    from nmtkit.generate.bundle import ModelBundle
 
 
 @dataclass
@@ -41,24 +45,6 @@ class ForcedResult:
     @property
     def perplexity(self) -> float:
         return math.exp(-self.avg_log_prob)
-
-
-def collate(seqs: Sequence[Sequence[int]], device: torch.device | str | None = None) -> tuple[Tensor, Tensor]:
-    """Right-pad id sequences that each end with ``</s>`` -> (tokens ``[B, T]``, lengths ``[B]``).
-
-    Lengths include the ``</s>``, as the model contract expects for sources and targets.
-    """
-    if not seqs:
-        raise ValueError("collate needs at least one sequence")
-    for s in seqs:
-        if len(s) == 0 or int(s[-1]) != EOS_ID:
-            raise ValueError("every sequence must end with </s> (use Dictionary.encode(..., add_eos=True))")
-    width = max(len(s) for s in seqs)
-    toks = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        toks[i, : len(s)] = torch.as_tensor(list(s), dtype=torch.long)
-    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    return toks.to(device), lengths.to(device)
 
 
 def shift_right(tgt_tokens: Tensor, tgt_lengths: Tensor) -> Tensor:
@@ -98,25 +84,18 @@ def score_references(
     return results
 
 
-def score_corpus(
-    model: EnsembleModel,
-    src_seqs: Sequence[Sequence[int]],
-    tgt_seqs: Sequence[Sequence[int]],
-    batch_size: int = 64,
-    device: torch.device | str | None = None,
-) -> list[ForcedResult]:
-    """Score many (source, reference) id pairs in length-sorted batches; results in input order.
-
-    Sorting by length keeps padding (wasted compute) low; every sequence ends with ``</s>``.
-    """
+def score_corpus(bundle: "ModelBundle", src_seqs: Sequence[Sequence[int]],
+                 tgt_seqs: Sequence[Sequence[int]]) -> list[ForcedResult]:
+    """Score many (source, reference) id pairs, each ending with ``</s>``, in the bundle's
+    length-sorted batches and precision; results in input order."""
     if len(src_seqs) != len(tgt_seqs):
         raise ValueError("source and reference lists differ in length")
-    order = sorted(range(len(src_seqs)), key=lambda i: (len(src_seqs[i]), len(tgt_seqs[i])))
-    out: list[Optional[ForcedResult]] = [None] * len(order)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        src, slen = collate([src_seqs[i] for i in idx], device)
-        tgt, tlen = collate([tgt_seqs[i] for i in idx], device)
-        for i, r in zip(idx, score_references(model, src, slen, tgt, tlen)):
+    out: list[Optional[ForcedResult]] = [None] * len(src_seqs)
+    for idx in bundle.batches([len(s) for s in src_seqs], [len(t) for t in tgt_seqs], sort_by="source"):
+        src, slen = (t.to(bundle.device) for t in pad_sequences([src_seqs[i] for i in idx], append_eos=False))
+        tgt, tlen = (t.to(bundle.device) for t in pad_sequences([tgt_seqs[i] for i in idx], append_eos=False))
+        with bundle.autocast():
+            results = score_references(bundle.model, src, slen, tgt, tlen)
+        for i, r in zip(idx, results):
             out[i] = r
     return out  # type: ignore[return-value]

@@ -12,9 +12,10 @@ What is quantised (with :mod:`torch.ao`):
 * every other ``nn.LSTM``/``nn.GRU`` (the decoders) becomes a :class:`QuantizedStackedRNN`:
   one dynamically quantised cell per layer.  The decoders are stepped one target position at a
   time through :func:`nmtkit.models.common.rnn_step`, which reads the float weights of an
-  ``nn.LSTM`` (``weight_ih_l0`` ...) that a quantised module does not have; ``rnn_step`` calls
-  :meth:`QuantizedStackedRNN.step` instead, and a whole-sequence call (``rnnencdec``) runs the
-  same step over time.
+  ``nn.LSTM`` (``weight_ih_l0`` ...) that a quantised module does not have; this module
+  registers :meth:`QuantizedStackedRNN.step` there (``RNN_STEPS``), and the int8 ``Linear``'s row
+  slicing for shortlists (``OUTPUT_ROW_SELECTORS``), so ``nmtkit.models`` stays float-only.
+  A whole-sequence call (``rnnencdec``) runs the same step over time.
 
 Embeddings stay float32 (a lookup has no FLOPs to save).  The result is for search
 (``decode_step``); teacher-forced ``forward`` of the input-feeding ``luong`` decoder reads
@@ -30,6 +31,7 @@ from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.models.common import OUTPUT_ROW_SELECTORS, RNN_STEPS
 from nmtkit.models.encoders import RNNEncoder
 
 QUANTIZE_CHOICES = ("none", "int8")
@@ -95,6 +97,35 @@ class QuantizedStackedRNN(nn.Module):
         final_h = h.transpose(0, 1).contiguous()
         final = (final_h, c.transpose(0, 1).contiguous()) if self.is_lstm else final_h
         return torch.stack(outs, dim=1), final
+
+
+def int8_output_rows(linear: nn.Module, ids: Tensor):  # noqa: ANN201 - a function of x
+    """Output units ``ids`` of torch's int8 dynamic ``Linear`` as a function of ``x`` (shortlists).
+
+    Unpacking the int8 weight costs ~10 ms for a large vocabulary: once per layer, not per batch;
+    keyed on the packed weights, so new weights (``set_weight_bias``, ``load_state_dict``) unpack again.
+    """
+    from torch.ao.nn.quantized import dynamic as qd
+
+    packed = linear._packed_params._packed_params
+    cached = getattr(linear, "_nmtkit_unpacked", None)
+    if cached is None or cached[0] is not packed:
+        cached = linear._nmtkit_unpacked = (packed, *linear._weight_bias())
+    _, weight, bias = cached
+    part = qd.Linear(linear.in_features, ids.numel(), bias_=bias is not None, dtype=weight.dtype)
+    part.set_weight_bias(weight.index_select(0, ids), None if bias is None else bias.index_select(0, ids))
+    return lambda x: part(x)  # a plain function: a Module would be registered as a submodule of the model
+
+
+def _register_hooks() -> None:
+    """Tell the models' shared step and output-layer code how to run the int8 modules."""
+    from torch.ao.nn.quantized import dynamic as qd
+
+    RNN_STEPS[QuantizedStackedRNN] = lambda rnn, x, h, c: rnn.step(x, h, c)
+    OUTPUT_ROW_SELECTORS[qd.Linear] = int8_output_rows
+
+
+_register_hooks()
 
 
 def quantize_model(model: nn.Module) -> nn.Module:

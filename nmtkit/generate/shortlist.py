@@ -41,7 +41,7 @@ from torch import Tensor
 from nmtkit.data.dictionary import SPECIALS, Dictionary
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.unk import iter_lexicon_entries
+from nmtkit.data.lexicon import iter_lexicon_entries
 
 
 class Shortlist:

@@ -27,34 +27,17 @@ from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_index, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import Hypothesis, beam_search
+from nmtkit.generate.beam import Hypothesis, SearchOptions, beam_search
+from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle, PathsLike
 from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.generate.quantize import check_quantize, quantize_ensemble
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words
-from nmtkit.utils.amp import autocast, resolve_amp
 from nmtkit.utils.memory import allocation_guard
 
 UNK = "<unk>"
-
-
-@dataclass
-class SearchOptions:
-    beam: int = 5
-    nbest: int = 1
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    min_len: int = 1
-    lenpen: float = 1.0
-    lenpen_form: str = "fairseq"
-    unkpen: float = 0.0
-
-    def validate(self) -> None:
-        if self.beam < 1:
-            raise NmtkitError(f"--beam must be at least 1, got {self.beam}")
-        if self.nbest < 1 or self.nbest > self.beam:
-            raise NmtkitError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+#: Source pieces kept when neither --max-source-len nor the model sets a limit.
+DEFAULT_MAX_SOURCE_LEN = 400
 
 
 @dataclass
@@ -86,43 +69,37 @@ class _CaseFoldLexicon(dict):
 
 
 class Translator:
+    """Raw text in, translations out: a thin front-end over a :class:`ModelBundle` (the model,
+    its pipelines, device, precision and batching) with the search options and output extras."""
+
     def __init__(
         self,
-        model: EnsembleModel,
-        src_pipe: TextPipeline,
-        tgt_pipe: TextPipeline,
-        search: SearchOptions,
-        device: torch.device,
+        bundle: ModelBundle,
+        search: SearchOptions = SearchOptions(),
+        *,
         replace_unk: bool = False,
         lexicon: Optional[dict[str, str]] = None,
         alignments: bool = False,
         align_shift: int = 0,
         max_source_len: Optional[int] = None,
-        amp_dtype: Optional[torch.dtype] = None,
-        batch_size: int = 32,
-        max_tokens: Optional[int] = None,
         shortlist: Optional[Shortlist] = None,
         unk_posterior: bool = False,
     ) -> None:
-        search.validate()
+        model = bundle.model
         if (replace_unk or alignments) and not model.has_attention:
             what = "--replace-unk" if replace_unk else "alignments"
             raise NmtkitError(f"{what} needs attention, but the model has none (attention-free encoder-decoder)")
         check_unk_posterior(model, unk_posterior, replace_unk)
-        self.model = model
-        self.src_pipe, self.tgt_pipe = src_pipe, tgt_pipe
+        self.bundle = bundle
         # the same tokenizer without lowercasing: unknown-word replacement copies words in their input case
+        src_pipe = bundle.src_pipe
         self._cased_pipe = TextPipeline(src_pipe.lang, src_pipe.tokenizer) if src_pipe.lowercase else src_pipe
-        self.src_dict, self.tgt_dict = model.src_dict, model.tgt_dict
         self.search = search
-        self.device = device
         self.replace_unk = replace_unk
         self.lexicon = _CaseFoldLexicon(lexicon or {}) if src_pipe.lowercase else (lexicon or {})
         self.alignments = alignments
         self.align_shift = align_shift
-        self.max_source_len = max_source_len
-        self.amp_dtype = amp_dtype
-        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.max_source_len = max_source_len or bundle.max_source_len() or DEFAULT_MAX_SOURCE_LEN
         self.shortlist = shortlist
         self.unk_posterior = unk_posterior
         self.warnings: list[str] = []
@@ -130,27 +107,35 @@ class Translator:
         self.n_target_tokens = 0
         self.seconds = 0.0
 
+    # the bundle's parts, as the translator's (the library API of earlier versions)
+    model = property(lambda self: self.bundle.model)
+    src_pipe = property(lambda self: self.bundle.src_pipe)
+    tgt_pipe = property(lambda self: self.bundle.tgt_pipe)
+    src_dict = property(lambda self: self.bundle.src_dict)
+    tgt_dict = property(lambda self: self.bundle.tgt_dict)
+    device = property(lambda self: self.bundle.device)
+
     @classmethod
     def from_checkpoint(
         cls,
-        path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
-        beam: int = 5,
+        path: PathsLike,
+        beam: int = SearchOptions.beam,
         *,
-        nbest: int = 1,
+        nbest: int = SearchOptions.nbest,
         device: Union[str, torch.device, None] = None,
         replace_unk: Union[bool, str, os.PathLike, dict[str, str]] = False,
         alignments: Union[bool, Literal["auto"]] = False,
         align_shift: int = 0,
-        lenpen: float = 1.0,
-        lenpen_form: str = "fairseq",
-        max_len_a: float = 1.5,
-        max_len_b: int = 10,
-        min_len: int = 1,
-        unkpen: float = 0.0,
+        lenpen: float = SearchOptions.lenpen,
+        lenpen_form: str = SearchOptions.lenpen_form,
+        max_len_a: float = SearchOptions.max_len_a,
+        max_len_b: int = SearchOptions.max_len_b,
+        min_len: int = SearchOptions.min_len,
+        unkpen: float = SearchOptions.unkpen,
         max_source_len: Optional[int] = None,
         amp: str = "auto",
         data: Union[str, os.PathLike, None] = None,
-        batch_size: int = 32,
+        batch_size: int = DEFAULT_BATCH_SIZE,
         max_tokens: Optional[int] = None,
         quantize: str = "none",
         shortlist: Union[str, os.PathLike, None] = None,
@@ -163,51 +148,39 @@ class Translator:
         ``device``: None or ``"auto"`` takes a GPU when present.  ``replace_unk``: True copies the
         most-attended source word for each ``<unk>``; a path or dict translates it through a
         ``source target`` lexicon first.  ``alignments``: compute word alignments (``"auto"``: when
-        the model has attention).  ``amp``: ``auto|none|bf16|fp16`` (GPU only).  ``data``: use that
-        data directory's text pipelines.  ``quantize="int8"``: dynamic int8 weights (CPU only,
-        :mod:`nmtkit.generate.quantize`).  ``shortlist``: a ``source target count`` lexical table
-        restricting the output layer per batch to the top ``shortlist_k`` translations of the
-        source words plus the ``shortlist_frequent`` most frequent targets
+        the model has attention).  ``amp``: ``auto|none|bf16|fp16`` (:mod:`nmtkit.utils.amp`).
+        ``data``: use that data directory's text pipelines.  ``quantize="int8"``: dynamic int8
+        weights (CPU only, :mod:`nmtkit.generate.quantize`).  ``shortlist``: a ``source target
+        count`` lexical table restricting the output layer per batch to the top ``shortlist_k``
+        translations of the source words plus the ``shortlist_frequent`` most frequent targets
         (:mod:`nmtkit.generate.shortlist`).  ``unk_posterior`` (with ``replace_unk``): choose each
         ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
         over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
-        attention.  The rest are the search options of ``nmtkit-translate``.
+        attention.  The rest are the search options of ``nmtkit-translate``
+        (:class:`~nmtkit.generate.beam.SearchOptions`, whose defaults these are).
         """
-        from nmtkit.checkpoint import pipelines_from_checkpoint
-        from nmtkit.generate.loading import load_ensemble
-        from nmtkit.generate.unk import load_lexicon
-        from nmtkit.utils.device import parse_device
+        from nmtkit.data.lexicon import load_lexicon
 
         search = SearchOptions(beam, nbest, max_len_a, max_len_b, min_len, lenpen, lenpen_form, unkpen)
-        search.validate()  # before the (slow) loading
         lexicon = None
         if isinstance(replace_unk, dict):
             lexicon = replace_unk
         elif replace_unk is not None and not isinstance(replace_unk, bool):
             lexicon = load_lexicon(replace_unk)
-        dev = parse_device(device)
-        check_quantize(quantize, dev)
         if unk_posterior and quantize != "none":
             raise NmtkitError("--unk-posterior needs the float32 model: not with --quantize")
-        amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
-        if amp_dtype is not None and quantize != "none":
-            raise NmtkitError(f"--quantize {quantize} runs its own int8 arithmetic: not with --amp {amp} (use --amp none)")
-        paths = os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
-        model, ckpts = load_ensemble(paths, dev)
-        quantize_ensemble(model, quantize, dev)
-        src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
+        bundle = ModelBundle.load(path, device=device, amp=amp, quantize=quantize, batch_size=batch_size,
+                                  max_tokens=max_tokens)
         if data is not None:
-            src_pipe, tgt_pipe = pipelines_from_data(data, model)
+            bundle.use_data_pipelines(data)
         table = None
         if shortlist is not None:
-            table = Shortlist.load(shortlist, tgt_pipe, model.tgt_dict, k=shortlist_k, frequent=shortlist_frequent,
-                                   lowercase_source=src_pipe.lowercase)
+            table = Shortlist.load(shortlist, bundle.tgt_pipe, bundle.tgt_dict, k=shortlist_k,
+                                   frequent=shortlist_frequent, lowercase_source=bundle.src_pipe.lowercase)
         if alignments == "auto":
-            alignments = model.has_attention
-        return cls(model, src_pipe, tgt_pipe, search, dev, replace_unk=replace_unk is True or lexicon is not None,
-                   lexicon=lexicon, alignments=bool(alignments), align_shift=align_shift,
-                   max_source_len=max_source_len or model_source_limit(model) or 400,
-                   amp_dtype=amp_dtype, batch_size=batch_size, max_tokens=max_tokens,
+            alignments = bundle.model.has_attention
+        return cls(bundle, search, replace_unk=replace_unk is True or lexicon is not None, lexicon=lexicon,
+                   alignments=bool(alignments), align_shift=align_shift, max_source_len=max_source_len,
                    shortlist=table, unk_posterior=unk_posterior)
 
     # -- encoding input ---------------------------------------------------------------------
@@ -256,8 +229,6 @@ class Translator:
     def translate_indexed(self, lines: Sequence[tuple[int, str]], batch_size: Optional[int] = None,
                           max_tokens: Optional[int] = None) -> list[Translation]:
         """Translate ``(index, line)`` pairs; results in the order given (the CLI's streaming buffers)."""
-        batch_size = batch_size or self.batch_size
-        max_tokens = max_tokens if max_tokens is not None else self.max_tokens
         t0 = time.perf_counter()
         items = [self._prepare(i, line) for i, line in lines]
         results: list[Optional[Translation]] = [None] * len(items)
@@ -269,8 +240,9 @@ class Translator:
                 results[k] = Translation(it["index"], it["line"], [], empty)
             else:
                 todo.append(k)
-        todo.sort(key=lambda k: len(items[k]["ids"]))
-        for batch in _batches(todo, [len(items[k]["ids"]) + 1 for k in todo], batch_size, max_tokens):
+        sizes = [len(items[k]["ids"]) + 1 for k in todo]
+        for group in self.bundle.batches(sizes, batch_size=batch_size, max_tokens=max_tokens):
+            batch = [todo[i] for i in group]
             hyps = self._search([items[k]["ids"] for k in batch], self._shortlist_ids([items[k] for k in batch]))
             posteriors = self._unk_posteriors([items[k]["ids"] for k in batch], hyps) if self.unk_posterior else {}
             for j, (k, nbest) in enumerate(zip(batch, hyps)):
@@ -279,6 +251,15 @@ class Translator:
         self.n_sentences += len(items)
         out = [r for r in results if r is not None]
         self.n_target_tokens += sum(len(r.candidates[0].pieces) + 1 for r in out if r.candidates[0].pieces)
+        return out
+
+    def translate_ids(self, id_lists: Sequence[Sequence[int]]) -> list[list[Hypothesis]]:
+        """Search from sources already encoded (ids without ``</s>``, e.g. a binarized split: no
+        re-tokenization, no truncation), in the bundle's batches; n-best lists in input order."""
+        out: list[list[Hypothesis]] = [[] for _ in id_lists]
+        for group in self.bundle.batches([len(ids) + 1 for ids in id_lists]):
+            for i, nbest in zip(group, self._search([list(id_lists[i]) for i in group])):
+                out[i] = nbest
         return out
 
     def _shortlist_ids(self, batch: list[dict]) -> Optional[torch.Tensor]:
@@ -291,32 +272,30 @@ class Translator:
         ).to(self.device)
 
     def _search(self, id_lists: list[list[int]], shortlist: Optional[torch.Tensor] = None) -> list[list[Hypothesis]]:
-        src, lengths = pad_sequences(id_lists)
-        src, lengths = src.to(self.device), lengths.to(self.device)
-        s = self.search
-        with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {s.beam} "
-                              "(lower --beam, --batch-size or --max-tokens)"), autocast(self.device, self.amp_dtype):
-            return beam_search(
-                self.model, src, lengths, beam=s.beam, nbest=s.nbest, max_len_a=s.max_len_a, max_len_b=s.max_len_b,
-                min_len=s.min_len, lenpen=s.lenpen, lenpen_form=s.lenpen_form, unkpen=s.unkpen,
-                return_attention=self.replace_unk or self.alignments, shortlist=shortlist,
-            )
+        src, lengths = (t.to(self.device) for t in pad_sequences(id_lists))
+        with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {self.search.beam} "
+                              "(lower --beam, --batch-size or --max-tokens)"), self.bundle.autocast():
+            return beam_search(self.model, src, lengths, self.search,
+                               return_attention=self.replace_unk or self.alignments, shortlist=shortlist)
 
     def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[int, dict[int, torch.Tensor]]:
         """``sentence -> candidate -> attention [len + 1, S]`` of every candidate with an ``<unk>``,
         whose ``<unk>`` rows are the posterior given the ``<unk>`` (the other rows: the prior),
         from forced passes over them in batches of at most ``batch_size`` candidates."""
-        from nmtkit.data.dictionary import EOS_ID, PAD_ID, UNK_ID
-        from nmtkit.generate.forced import collate, score_references
+        from nmtkit.data.dictionary import PAD_ID, UNK_ID
+        from nmtkit.generate.forced import score_references
 
         keys = [(j, c) for j, nbest in enumerate(hyps) for c, h in enumerate(nbest) if UNK_ID in h.tokens]
         out: dict[int, dict[int, torch.Tensor]] = {}
-        for k0 in range(0, len(keys), self.batch_size):
-            part = keys[k0 : k0 + self.batch_size]
-            src, slen = collate([list(id_lists[j]) + [EOS_ID] for j, _ in part], self.device)
-            tgt, tlen = collate([hyps[j][c].tokens + [EOS_ID] for j, c in part], self.device)
+        step = self.bundle.batch_size
+        for k0 in range(0, len(keys), step):
+            part = keys[k0 : k0 + step]
+            src, slen = (t.to(self.device) for t in pad_sequences([id_lists[j] for j, _ in part]))
+            tgt, tlen = (t.to(self.device) for t in pad_sequences([hyps[j][c].tokens for j, c in part]))
             only_unks = tgt.masked_fill(tgt.ne(UNK_ID), PAD_ID)  # the likelihood of the <unk> rows only
-            for (j, c), r in zip(part, score_references(self.model, src, slen, tgt, tlen, only_unks)):
+            with self.bundle.autocast():
+                scored = score_references(self.model, src, slen, tgt, tlen, only_unks)
+            for (j, c), r in zip(part, scored):
                 out.setdefault(j, {})[c] = r.attention
         return out
 
@@ -354,38 +333,3 @@ def check_unk_posterior(model: EnsembleModel, unk_posterior: bool, replace_unk: 
     if not model.has_posterior:
         raise NmtkitError(f"{', '.join(model.names)}: --unk-posterior needs a model that computes an attention "
                           "posterior (rnnsearch, luong with attention)")
-
-
-def model_source_limit(model: EnsembleModel) -> Optional[int]:
-    """The longest source (pieces, without </s>) every member can take, if any has a limit."""
-    limits = []
-    for m in model.models:
-        cfg = m.cfg
-        if getattr(cfg, "score", None) == "location" and getattr(cfg, "attention", "none") != "none":
-            limits.append(int(cfg.max_source_positions) - 1)
-    return min(limits) if limits else None
-
-
-def pipelines_from_data(data_dir: Union[str, os.PathLike], model: EnsembleModel) -> tuple[TextPipeline, TextPipeline]:
-    """A data directory's text pipelines, refused unless its dictionaries are the model's."""
-    from nmtkit.data.dataset import DataDir
-
-    data = DataDir(data_dir)
-    if data.src_dict != model.src_dict or data.tgt_dict != model.tgt_dict:
-        raise NmtkitError(f"{data_dir}: dictionaries do not match the checkpoint's (preprocessed with other settings?)")
-    return data.pipeline(data.src_lang), data.pipeline(data.tgt_lang)
-
-
-def _batches(order: list[int], sizes: list[int], batch_size: int, max_tokens: Optional[int]) -> list[list[int]]:
-    """Consecutive (length-sorted) groups under a sentence count and padded-token budget."""
-    out, cur, longest = [], [], 0
-    for k, n in zip(order, sizes):
-        new_longest = max(longest, n)
-        if cur and (len(cur) >= batch_size or (max_tokens and new_longest * (len(cur) + 1) > max_tokens)):
-            out.append(cur)
-            cur, new_longest = [], n
-        cur.append(k)
-        longest = new_longest
-    if cur:
-        out.append(cur)
-    return out

@@ -13,14 +13,12 @@ which would give ``<unk>`` back for the very words that matter).
 """
 from __future__ import annotations
 
-import os
-from typing import Iterator, Optional, Sequence
+from typing import Optional, Sequence
 
 from torch import Tensor
 
-from nmtkit.data.text_pipeline import BPE_SEP, merge_bpe, normalize_line, piece_to_token_index
-from nmtkit.errors import InputError, NmtkitError
-from nmtkit.utils.textio import iter_lines
+from nmtkit.data.text_pipeline import BPE_SEP, merge_bpe, piece_to_token_index
+from nmtkit.errors import NmtkitError
 
 
 def replace_unks(
@@ -62,43 +60,3 @@ def replace_unks(
         word = whole[word_of[k]]
         out[t] = lexicon.get(word, word) if lexicon else word
     return out
-
-
-def iter_lexicon_entries(path: str | os.PathLike) -> Iterator[tuple[int, str, str, Optional[float]]]:
-    """``(line number, source, target, score or None)`` per ``source target [score]`` line.
-
-    Shared by :func:`load_lexicon` (1-best for ``--replace-unk``) and the vocabulary shortlist
-    (top K per source word), so both read the same files the same way.  Fields are split on
-    whitespace (control characters normalised first, so none can reach the output); a third
-    field must be a number; any other line is an :class:`InputError` naming file and line, and
-    so is an empty file.
-    """
-    n_lines = 0
-    for lineno, line in iter_lines(path):
-        n_lines += 1
-        fields = normalize_line(line).split()
-        score: Optional[float] = None
-        if len(fields) == 3:
-            try:
-                score = float(fields[2])
-            except ValueError:
-                fields = []
-        if len(fields) not in (2, 3):
-            raise InputError(str(path), lineno, f"expected 'source target' or 'source target score', got {line!r}")
-        yield lineno, fields[0], fields[1], score
-    if n_lines == 0:
-        raise InputError(str(path), None, "lexicon file is empty")
-
-
-def load_lexicon(path: str | os.PathLike) -> dict[str, str]:
-    """Read a ``source target`` lexicon (whitespace-separated), one entry per line.
-
-    A third numeric column (a probability or score) is allowed: then the highest-scoring
-    target of each source word is kept.  Without it the first entry of a source word wins.
-    Any other line is an :class:`InputError` naming file and line.
-    """
-    best: dict[str, tuple[float, str]] = {}
-    for _, src, tgt, score in iter_lexicon_entries(path):
-        if src not in best or (score is not None and score > best[src][0]):
-            best[src] = (0.0 if score is None else score, tgt)
-    return {s: t for s, (_, t) in best.items()}

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from nmtkit.data.text_pipeline import piece_to_token_index
 from nmtkit.errors import NmtkitError
+from nmtkit.evaluate.symmetrize import grow_diag_final_and
 
 Link = tuple[int, int]
 
@@ -103,3 +104,20 @@ def align_pieces(
     return align_words(
         attention, piece_to_token_index(list(src_pieces)), piece_to_token_index(list(tgt_pieces)), align_shift
     )
+
+
+def soft_symmetrize(fwd_attention: Tensor, rev_attention: Tensor) -> set[Link]:
+    """Links from both directions' word-level attention, averaged before any link is read.
+
+    ``fwd_attention`` ``[n_tgt, n_src]`` (the source->target model's rows: target words) and
+    ``rev_attention`` ``[n_src, n_tgt]`` (the reverse model's rows: source words).  Their mean
+    ``M = (F + R^T) / 2`` lets each model correct the other's weak choices before the hard
+    decisions; then each target word's best source word and each source word's best target word
+    under ``M`` are the two directions that grow-diag-final-and combines.  Rows without mass in
+    one model keep the other's.  Why: on the Hansards dev gold this beat symmetrizing the two
+    argmax alignments by 0.01-0.06 AER for every model measured (bench/RESULTS.md).
+    """
+    m = (fwd_attention.float() + rev_attention.float().t()) / 2
+    s2t = links_from_merged(m)
+    t2s = [(i, j) for j, i in links_from_merged(m.t())]  # each source word's best target word
+    return grow_diag_final_and(s2t, t2s)

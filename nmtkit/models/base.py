@@ -125,6 +125,11 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
         raise NmtkitError(f"{self.model_name} does not compute an attention posterior (has_posterior is False)")
 
+    def max_source_len(self) -> Optional[int]:
+        """The longest source (pieces, without ``</s>``) the model can attend over in full, or
+        None when it has no limit.  Translation truncates longer inputs (with a warning)."""
+        return None
+
     # -- shared ----------------------------------------------------------------------
     def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:
         return reorder_tensors(state, order)

@@ -201,27 +201,24 @@ def tie_embeddings(model: nn.Module, src_embed: nn.Embedding, tgt_embed: nn.Embe
 
 
 # -- small tensor helpers ------------------------------------------------------------------------
+#: Module type -> ``(module, ids) -> function`` computing only output units ``ids`` of such a
+#: module, for output layers that are not ``nn.Linear`` (the int8 ``Linear`` of
+#: :mod:`nmtkit.generate.quantize` registers here: models stay float-only and know nothing of it).
+OUTPUT_ROW_SELECTORS: dict[type, Callable[[nn.Module, Tensor], Callable[[Tensor], Tensor]]] = {}
+
+
 def select_output_rows(linear: nn.Module, ids: Tensor) -> Callable[[Tensor], Tensor]:
-    """A function computing only output units ``ids`` of ``linear`` (an ``nn.Linear`` or torch's
-    int8 dynamic ``Linear``), its weight and bias rows copied once (vocabulary shortlists)."""
+    """A function computing only output units ``ids`` of ``linear`` (an ``nn.Linear``, or a module
+    type registered in :data:`OUTPUT_ROW_SELECTORS`), its weight and bias rows copied once
+    (vocabulary shortlists)."""
     if isinstance(linear, nn.Linear):
         weight = linear.weight.index_select(0, ids)
         bias = None if linear.bias is None else linear.bias.index_select(0, ids)
         return lambda x: nn.functional.linear(x, weight, bias)
-    from torch.ao.nn.quantized import dynamic as qd
-
-    if isinstance(linear, qd.Linear):
-        # unpacking the int8 weight costs ~10 ms for a large vocabulary: once per layer, not per
-        # batch; keyed on the packed weights, so new weights (set_weight_bias, load_state_dict) unpack again
-        packed = linear._packed_params._packed_params
-        cached = getattr(linear, "_nmtkit_unpacked", None)
-        if cached is None or cached[0] is not packed:
-            cached = linear._nmtkit_unpacked = (packed, *linear._weight_bias())
-        _, weight, bias = cached
-        part = qd.Linear(linear.in_features, ids.numel(), bias_=bias is not None, dtype=weight.dtype)
-        part.set_weight_bias(weight.index_select(0, ids), None if bias is None else bias.index_select(0, ids))
-        return lambda x: part(x)  # a plain function: a Module would be registered as a submodule of the model
-    raise TypeError(f"cannot restrict the rows of a {type(linear).__name__}")
+    selector = OUTPUT_ROW_SELECTORS.get(type(linear))
+    if selector is None:
+        raise TypeError(f"cannot restrict the rows of a {type(linear).__name__}")
+    return selector(linear, ids)
 
 
 def lengths_to_mask(lengths: Tensor, width: int) -> Tensor:
@@ -239,6 +236,11 @@ def layers_first(state: Tensor) -> Tensor:
     return state.transpose(0, 1).contiguous()
 
 
+#: Module type -> its one-step function ``(module, x, h, c) -> (top, h, c)`` for recurrent modules
+#: that are not ``nn.LSTM``/``nn.GRU`` (registered by :mod:`nmtkit.generate.quantize`).
+RNN_STEPS: dict[type, Callable[..., tuple[Tensor, Tensor, Optional[Tensor]]]] = {}
+
+
 def rnn_step(rnn: nn.Module, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
     """One time step of a stacked ``nn.LSTM``/``nn.GRU`` (``batch_first``, unidirectional).
 
@@ -248,12 +250,12 @@ def rnn_step(rnn: nn.Module, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -
     ``nn.LSTM`` applies it, only in training).
     ``x`` ``[N, I]``; ``h``/``c`` ``[N, layers, H]`` (beam-search layout) -> (top output ``[N, H]``,
     new ``h``, new ``c`` (None for a GRU)).
-    A module with its own ``step`` (the int8 decoder of ``nmtkit.generate.quantize``, which has
-    no float weights to read) runs that instead.
+    A module of a type registered in :data:`RNN_STEPS` (the int8 decoder of
+    :mod:`nmtkit.generate.quantize`, which has no float weights to read) runs its own step.
     """
-    own_step = getattr(rnn, "step", None)
+    own_step = RNN_STEPS.get(type(rnn))
     if own_step is not None:
-        return own_step(x, h, c)
+        return own_step(rnn, x, h, c)
     is_lstm = isinstance(rnn, nn.LSTM)
     hs, cs = [], []
     inp = x

@@ -130,6 +130,13 @@ class LuongModel(Seq2SeqModel):
         tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     # -- encoder ---------------------------------------------------------------------------
+    def max_source_len(self) -> Optional[int]:
+        """The location score has one output per source position (``max_source_positions``,
+        ``</s>`` included); the other scores attend over any length."""
+        if self.has_attention and self.cfg.score == "location":
+            return int(self.cfg.max_source_positions) - 1
+        return None
+
     def _initial_states(self, h_n: Tensor, c_n: Tensor) -> tuple[Tensor, Tensor]:
         """Encoder final states (PyTorch layout) -> decoder ``(h_0, c_0)`` ``[B, layers, H]``."""
         if not self.bidirectional:

@@ -2,7 +2,7 @@
 
 Why: validation perplexity and BLEU disagree late in training (label smoothing, dropout,
 overconfident models), and BLEU is what users select models by.  The valid split is
-translated with the same batched beam search as ``nmtkit-translate``, from the binarized ids
+translated by ``nmtkit-translate``'s own Translator with its defaults, from the binarized ids
 (no re-tokenization), and scored with sacreBLEU, cased and detokenized after the model's own
 text pipeline: hypotheses are BPE-merged and Moses-detokenized; references are the split's
 tokenized text (``.tok``, written by preprocess) detokenized the same way.
@@ -14,11 +14,12 @@ from typing import Optional
 
 import torch
 
-from nmtkit.data.dataset import ParallelDataset, pad_sequences
+from nmtkit.data.dataset import ParallelDataset
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, split_words
 from nmtkit.evaluate.metrics import corpus_bleu
-from nmtkit.generate.beam import beam_search
-from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.beam import SearchOptions
+from nmtkit.generate.bundle import ModelBundle
+from nmtkit.generate.translator import Translator
 
 
 @dataclass
@@ -40,32 +41,20 @@ def translate_split(
     dataset: ParallelDataset,
     tgt_pipe: TextPipeline,
     device: torch.device,
-    beam: int = 5,
+    beam: int = SearchOptions.beam,
     max_sentences: Optional[int] = None,
-    batch_size: int = 64,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
+    amp_dtype: Optional[torch.dtype] = None,
 ) -> list[str]:
     """Beam-search translations of the first ``max_sentences`` pairs of ``dataset``, detokenized,
-    in dataset order (batched by source length for speed)."""
+    in dataset order: :class:`~nmtkit.generate.translator.Translator` with ``nmtkit-translate``'s
+    defaults (batches, search options), from the split's ids."""
     was_training = model.training
     model.eval()
     try:
         n = len(dataset) if not max_sentences else min(max_sentences, len(dataset))
-        order = sorted(range(n), key=lambda i: int(dataset.src_sizes[i]))
-        ensemble = EnsembleModel([model])
-        out: list[str] = [""] * n
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            src, lengths = pad_sequences([dataset.src[i] for i in idx])
-            hyps = beam_search(
-                ensemble, src.to(device), lengths.to(device), beam=beam, nbest=1,
-                max_len_a=max_len_a, max_len_b=max_len_b, return_attention=False,
-            )
-            for i, nbest in zip(idx, hyps):
-                pieces = model.tgt_dict.decode(nbest[0].tokens)
-                out[i] = tgt_pipe.detokenize(merge_bpe(pieces))
-        return out
+        bundle = ModelBundle.of_model(model, TextPipeline(dataset.data.src_lang), tgt_pipe, device, amp_dtype=amp_dtype)
+        hyps = Translator(bundle, SearchOptions(beam=beam)).translate_ids([dataset.src[i] for i in range(n)])
+        return [tgt_pipe.detokenize(merge_bpe(model.tgt_dict.decode(nbest[0].tokens))) for nbest in hyps]
     finally:
         model.train(was_training)
 
@@ -75,11 +64,12 @@ def valid_bleu(
     dataset: ParallelDataset,
     tgt_pipe: TextPipeline,
     device: torch.device,
-    beam: int = 5,
+    beam: int = SearchOptions.beam,
     max_sentences: Optional[int] = None,
+    amp_dtype: Optional[torch.dtype] = None,
 ) -> ValidBleu:
     """Translate (part of) a split and score it with cased, detokenized sacreBLEU."""
-    hyps = translate_split(model, dataset, tgt_pipe, device, beam=beam, max_sentences=max_sentences)
+    hyps = translate_split(model, dataset, tgt_pipe, device, beam=beam, max_sentences=max_sentences, amp_dtype=amp_dtype)
     refs = detokenized_references(dataset, tgt_pipe, limit=len(hyps))
     result = corpus_bleu(hyps, [refs])
     return ValidBleu(bleu=result.score, sentences=len(hyps), signature=result.signature)

@@ -1,11 +1,10 @@
 """Word alignments of a parallel corpus by forced decoding with an attention model.
 
 What this module adds to the pieces it reuses (text pipelines, :mod:`nmtkit.generate.forced`,
-:mod:`nmtkit.generate.word_alignment`, :mod:`nmtkit.evaluate.symmetrize`): it keeps track of
-which *word of the line as the user gave it* every subword piece came from, so that links
-index those words whatever tokenization and BPE the model applies inside; it batches the
-corpus by length; and it counts aligned token pairs (the model's tokens, what
-``nmtkit-translate`` looks up) into a lexical dictionary.
+:mod:`nmtkit.generate.word_alignment`, the model bundle's batcher): it keeps track of which
+*word of the line as the user gave it* every subword piece came from, so that links index
+those words whatever tokenization and BPE the model applies inside.  The lexicon a run's
+token links are counted into is :mod:`nmtkit.data.lexicon`.
 
 Word-level attention (see :mod:`nmtkit.generate.word_alignment`): a source word's column is
 the **sum** of its pieces' columns (the attention mass the word received), a target word's
@@ -15,22 +14,22 @@ linked to its most-attended source word (one link per target word at most).
 """
 from __future__ import annotations
 
-from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-import numpy as np
-import torch
 from torch import Tensor
 
-from nmtkit.data.dataset import make_batches
+from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.text_pipeline import TextPipeline, piece_to_token_index, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.generate.forced import collate, score_references
+from nmtkit.generate.forced import score_references
 from nmtkit.generate.word_alignment import align_words, links_from_merged, merge_attention
+
+if TYPE_CHECKING:
+    from nmtkit.generate.bundle import ModelBundle
 
 Link = tuple[int, int]
 
@@ -108,26 +107,11 @@ def prepare_corpus(src_lines: Sequence[str], tgt_lines: Sequence[str], src_pipe:
     ]
 
 
-def length_batches(pairs: Sequence[PreparedPair], batch_size: Optional[int],
-                   max_tokens: Optional[int]) -> list[list[int]]:
-    """Indices grouped into batches of similar length (sorted by target, then source pieces).
-
-    ``max_tokens`` bounds ``sentences x longest side`` (a sentence longer than the budget gets
-    a batch of its own); ``batch_size`` bounds the number of sentences.
-    """
-    if not pairs:
-        return []
-    src_sizes = np.array([len(p.src.ids) for p in pairs], dtype=np.int64)
-    tgt_sizes = np.array([len(p.tgt.ids) for p in pairs], dtype=np.int64)
-    return make_batches(src_sizes, tgt_sizes, max_tokens=max_tokens, batch_size=batch_size, shuffle=False)
-
-
-def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_shift: int,
-                batch_size: Optional[int] = 64, max_tokens: Optional[int] = None,
-                device: torch.device | str | None = None, keep_attention: Iterable[int] = (),
-                on_batch: Optional[Callable[[int], None]] = None, token_links: bool = False,
-                posterior: bool = False) -> list[AlignedPair]:
-    """Force-decode every pair and read one link per target word off the attention.
+def force_align(bundle: "ModelBundle", pairs: Sequence[PreparedPair], *, align_shift: int,
+                keep_attention: Iterable[int] = (), on_batch: Optional[Callable[[int], None]] = None,
+                token_links: bool = False, posterior: bool = False) -> list[AlignedPair]:
+    """Force-decode every pair with the bundle's model, in its batches and precision, and read one
+    link per target word off the attention.
 
     Results are in input order.  ``keep_attention``: indices of pairs whose word-level
     attention matrix is returned too (for plots; keeping all of them would cost memory).
@@ -136,15 +120,20 @@ def force_align(model: EnsembleModel, pairs: Sequence[PreparedPair], *, align_sh
     ``posterior``: read links off the attention posterior given each target word, not the
     attention (:mod:`nmtkit.models.posterior`; only with ``align_shift`` 0).
     """
+    model = bundle.model
     if not model.has_attention:
         raise NmtkitError(f"{', '.join(model.names)}: model has no attention, so it cannot align words")
     check_posterior_options(model, posterior, align_shift)
     keep = set(keep_attention)
     out: list[Optional[AlignedPair]] = [None] * len(pairs)
-    for idx in length_batches(pairs, batch_size, max_tokens):
-        src, slen = collate([pairs[i].src.ids for i in idx], device)
-        tgt, tlen = collate([pairs[i].tgt.ids for i in idx], device)
-        for i, res in zip(idx, score_references(model, src, slen, tgt, tlen, tgt if posterior else None)):
+    # target length first: the decoder runs over every padded target position
+    batches = bundle.batches([len(p.src.ids) for p in pairs], [len(p.tgt.ids) for p in pairs], sort_by="target")
+    for idx in batches:
+        src, slen = (t.to(bundle.device) for t in pad_sequences([pairs[i].src.ids for i in idx], append_eos=False))
+        tgt, tlen = (t.to(bundle.device) for t in pad_sequences([pairs[i].tgt.ids for i in idx], append_eos=False))
+        with bundle.autocast():
+            results = score_references(model, src, slen, tgt, tlen, tgt if posterior else None)
+        for i, res in zip(idx, results):
             if res.attention is None:
                 raise NmtkitError(f"{', '.join(model.names)}: model returned no attention")
             p = pairs[i]
@@ -176,31 +165,3 @@ def flip(links: Iterable[Link]) -> list[Link]:
     return sorted((j, i) for i, j in links)
 
 
-# -- lexical dictionary -----------------------------------------------------------------------
-def count_word_pairs(pairs: Sequence[tuple[Sequence[str], Sequence[str]]],
-                     links: Sequence[Iterable[Link]]) -> dict[str, Counter]:
-    """How often each source word is linked to each target word over the corpus."""
-    counts: dict[str, Counter] = defaultdict(Counter)
-    for (src_words, tgt_words), sent_links in zip(pairs, links):
-        for i, j in sent_links:
-            counts[src_words[i]][tgt_words[j]] += 1
-    return counts
-
-
-def build_lexicon(counts: dict[str, Counter], min_count: int = 2, top_k: int = 1) -> list[tuple[str, str, int]]:
-    """The ``top_k`` most frequent aligned targets of each source word, each seen ``min_count`` times.
-
-    ``top_k=1`` is the 1-best dictionary of ``--replace-unk``; a larger ``top_k`` gives the
-    lexical table of a vocabulary shortlist (``nmtkit.generate.shortlist``).  Ties between
-    targets go to the alphabetically first one (deterministic output).  Sorted by the source
-    word's best count (descending), then source word, then count (descending) and target, so a
-    word's entries are adjacent and, with ``top_k=1``, the order is by descending count.
-    """
-    entries = []
-    for src, tgts in counts.items():
-        ranked = sorted(tgts.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
-        kept = [(tgt, n) for tgt, n in ranked if n >= min_count]
-        entries.extend((src, tgt, n, kept[0][1]) for tgt, n in kept)
-    entries.sort(key=lambda e: (-e[3], e[0], -e[2], e[1]))
-    entries = [(src, tgt, n) for src, tgt, n, _ in entries]
-    return entries

@@ -15,14 +15,15 @@ from typing import Any, Iterable, Optional, Sequence, Union
 
 import torch
 
+from nmtkit.data.lexicon import build_lexicon, count_word_pairs, lexicon_lines
+from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import AERResult, alignment_error_rate
-from nmtkit.evaluate.align_pipeline import (AlignedPair, Link, PreparedPair, build_lexicon,
-                                            check_posterior_options, count_word_pairs, flip, force_align,
+from nmtkit.evaluate.symmetrize import ALL_METHODS, SOFT_METHODS, check_symmetrize_options, symmetrize as combine
+from nmtkit.generate.align_pipeline import (AlignedPair, Link, PreparedPair, check_posterior_options, flip, force_align,
                                             prepare_corpus)
-from nmtkit.evaluate.symmetrize import (ALL_METHODS, SOFT_METHODS, check_symmetrize_options, soft_symmetrize,
-                                        symmetrize as combine)
-from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle, PathsLike, checkpoint_paths
+from nmtkit.generate.word_alignment import soft_symmetrize
 
 SYMMETRIZATIONS = ALL_METHODS
 DEFAULT_SYMMETRIZATION = "grow-diag-final-and"
@@ -45,36 +46,26 @@ class AlignmentRun:
     token_links: Optional[list[list[Link]]] = None
 
 
-def _paths(path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]) -> str:
-    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else ":".join(os.fspath(p) for p in path)
-
-
 class Aligner:
-    """Forced-decoding word aligner over a checkpoint or ensemble (and an optional reverse model)."""
+    """Forced-decoding word aligner over a checkpoint or ensemble (and an optional reverse model):
+    a thin front-end over :class:`~nmtkit.generate.bundle.ModelBundle` (one per direction)."""
 
-    def __init__(self, model: EnsembleModel, ckpt: dict[str, Any], device: torch.device, *,
-                 reverse_model: Optional[EnsembleModel] = None, reverse_ckpt: Optional[dict[str, Any]] = None,
-                 symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
-                 max_tokens: Optional[int] = None, posterior: bool = False,
-                 amp_dtype: Optional[torch.dtype] = None) -> None:
-        from nmtkit.checkpoint import pipelines_from_checkpoint
-
-        check_symmetrize_options(symmetrize, reverse_model is not None)
-        for m in (model, reverse_model):
-            if m is not None:
-                check_posterior_options(m, posterior, align_shift)
+    def __init__(self, bundle: ModelBundle, *, reverse: Optional[ModelBundle] = None,
+                 symmetrize: Optional[str] = None, align_shift: int = 0, posterior: bool = False) -> None:
+        check_symmetrize_options(symmetrize, reverse is not None)
+        for b in (bundle, reverse):
+            if b is not None:
+                check_posterior_options(b.model, posterior, align_shift)
+        if reverse is not None:
+            check_reverse(bundle, reverse)
+        self.bundle, self.reverse = bundle, reverse
         self.posterior = posterior
-        self.amp_dtype = amp_dtype
-        self.model, self.ckpt, self.device = model, ckpt, device
-        self.reverse_model, self.reverse_ckpt = reverse_model, reverse_ckpt
-        self.method = (symmetrize or DEFAULT_SYMMETRIZATION) if reverse_model is not None else None
-        self.align_shift, self.batch_size, self.max_tokens = align_shift, batch_size, max_tokens
-        self.src_pipe, self.tgt_pipe = pipelines_from_checkpoint(ckpt)
+        self.method = (symmetrize or DEFAULT_SYMMETRIZATION) if reverse is not None else None
+        self.align_shift = align_shift
 
     @classmethod
-    def from_checkpoint(cls, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]], *,
-                        reverse_path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]], None] = None,
-                        symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = 64,
+    def from_checkpoint(cls, path: PathsLike, *, reverse_path: Optional[PathsLike] = None,
+                        symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = DEFAULT_BATCH_SIZE,
                         max_tokens: Optional[int] = None, device: Union[str, torch.device, None] = None,
                         posterior: bool = False, amp: str = "auto") -> "Aligner":
         """Load the source->target checkpoint(s) and, if given, the target->source ones.
@@ -84,44 +75,27 @@ class Aligner:
         ``posterior``: read links off the attention posterior given each target word (rnnsearch, luong).
         ``amp``: mixed precision of the forced decoding (:func:`nmtkit.utils.amp.resolve_amp`).
         """
-        from nmtkit.generate.loading import load_ensemble, split_checkpoint_paths
-        from nmtkit.utils.device import parse_device
+        checkpoint_paths(path)  # every file of both directions exists, before any is loaded
+        if reverse_path is not None:
+            checkpoint_paths(reverse_path)
+        settings = dict(device=device, amp=amp, batch_size=batch_size, max_tokens=max_tokens)
+        bundle = ModelBundle.load(path, **settings)
+        reverse = ModelBundle.load(reverse_path, **settings) if reverse_path is not None else None
+        return cls(bundle, reverse=reverse, symmetrize=symmetrize, align_shift=align_shift, posterior=posterior)
 
-        fwd = _paths(path)
-        rev = _paths(reverse_path) if reverse_path is not None else None
-        split_checkpoint_paths(fwd)  # every file exists, before any is loaded
-        if rev is not None:
-            split_checkpoint_paths(rev)
-        from nmtkit.utils.amp import resolve_amp
+    @property
+    def src_pipe(self) -> TextPipeline:
+        return self.bundle.src_pipe
 
-        dev = parse_device(device)
-        amp_dtype = resolve_amp(amp, dev)  # before the (slow) loading
-        model, ckpts = load_ensemble(fwd, dev)
-        rev_model = rev_ckpt = None
-        if rev is not None:
-            rev_model, rev_ckpts = load_ensemble(rev, dev)
-            rev_ckpt = rev_ckpts[0]
-            check_reverse(ckpts[0], rev_ckpt, rev)
-        return cls(model, ckpts[0], dev, reverse_model=rev_model, reverse_ckpt=rev_ckpt, symmetrize=symmetrize,
-                   align_shift=align_shift, batch_size=batch_size, max_tokens=max_tokens, posterior=posterior,
-                   amp_dtype=amp_dtype)
+    @property
+    def tgt_pipe(self) -> TextPipeline:
+        return self.bundle.tgt_pipe
 
     # -- inputs -------------------------------------------------------------------------------
     def read_split(self, data_dir: Union[str, os.PathLike], split: str) -> tuple[list[str], list[str], str, str]:
         """A preprocessed split's ``.tok`` text (source, target, their file names), refused when
         it was not tokenized as the model tokenizes."""
-        from nmtkit.data.dataset import DataDir
-
-        data = DataDir(data_dir)
-        src_pipe, tgt_pipe = self.src_pipe, self.tgt_pipe
-        if (data.src_lang, data.tgt_lang) != (src_pipe.lang, tgt_pipe.lang):
-            raise NmtkitError(f"{data_dir} is {data.src_lang}->{data.tgt_lang} but the model translates "
-                              f"{src_pipe.lang}->{tgt_pipe.lang}")
-        for what, mine, theirs in (("tokenizer", src_pipe.tokenizer, data.meta.get("tokenizer", "none")),
-                                   ("lowercasing", src_pipe.lowercase, bool(data.meta.get("lowercase", False)))):
-            if mine != theirs:
-                raise NmtkitError(f"{data_dir} was preprocessed with {what} {theirs!r} but the model uses {mine!r}: "
-                                  "the .tok text would not be the model's tokens (use --source/--target)")
+        data = self.bundle.fit_data_dir(data_dir, "tokens")
         ds = data.load_split(split)
         src_path = f"{data.split_prefix(split, data.src_lang)}.tok"
         tgt_path = f"{data.split_prefix(split, data.tgt_lang)}.tok"
@@ -133,17 +107,13 @@ class Aligner:
     def prepare(self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, pretokenized: bool = False,
                 src_name: str = "<source>", tgt_name: str = "<target>") -> tuple[list[PreparedPair], Optional[list[PreparedPair]]]:
         """Both directions' prepared pairs; every line is checked before any decoding."""
-        from nmtkit.checkpoint import pipelines_from_checkpoint
-
-        prepared = prepare_corpus(src_lines, tgt_lines, self.src_pipe, self.tgt_pipe, self.model.src_dict,
-                                  self.model.tgt_dict, pretokenized=pretokenized, src_path=src_name, tgt_path=tgt_name)
+        b, r = self.bundle, self.reverse
+        prepared = prepare_corpus(src_lines, tgt_lines, b.src_pipe, b.tgt_pipe, b.src_dict, b.tgt_dict,
+                                  pretokenized=pretokenized, src_path=src_name, tgt_path=tgt_name)
         rev_prepared = None
-        if self.reverse_model is not None:
-            assert self.reverse_ckpt is not None
-            r_src, r_tgt = pipelines_from_checkpoint(self.reverse_ckpt)
-            rev_prepared = prepare_corpus(tgt_lines, src_lines, r_src, r_tgt, self.reverse_model.src_dict,
-                                          self.reverse_model.tgt_dict, pretokenized=pretokenized,
-                                          src_path=tgt_name, tgt_path=src_name)
+        if r is not None:
+            rev_prepared = prepare_corpus(tgt_lines, src_lines, r.src_pipe, r.tgt_pipe, r.src_dict, r.tgt_dict,
+                                          pretokenized=pretokenized, src_path=tgt_name, tgt_path=src_name)
         return prepared, rev_prepared
 
     # -- aligning -----------------------------------------------------------------------------
@@ -167,14 +137,14 @@ class Aligner:
         # a soft symmetrization reads every pair's word-level attention of both directions (kept
         # in memory: about 4 bytes x source words x target words per pair)
         keep_fwd = range(len(fwd_pairs)) if soft else keep_attention
-        fwd = self._direction("align", self.model, fwd_pairs, keep_fwd, show_progress, token_links)
+        fwd = self._direction("align", self.bundle, fwd_pairs, keep_fwd, show_progress, token_links)
         links = [a.links for a in fwd]
         tok_links = [a.token_links or [] for a in fwd] if token_links else None
         directions = {"source->target": links}
         extra: dict[str, Any] = {}
-        if self.reverse_model is not None:
+        if self.reverse is not None:
             assert rev_pairs is not None and self.method is not None
-            rev = self._direction("align (reverse)", self.reverse_model, rev_pairs,
+            rev = self._direction("align (reverse)", self.reverse, rev_pairs,
                                   range(len(rev_pairs)) if soft else (), show_progress, token_links)
             back = [flip(a.links) for a in rev]
             directions["target->source"] = back
@@ -210,31 +180,29 @@ class Aligner:
         if run.token_links is None:
             raise NmtkitError("building a lexicon needs token links: align with align_corpus(..., token_links=True)")
         tokens = [(p.src.tokens, p.tgt.tokens) for p in run.prepared]
-        entries = build_lexicon(count_word_pairs(tokens, run.token_links), min_count, top_k or 1)  # the module's ranking
-        return [f"{src} {tgt} {n}" if top_k else f"{src} {tgt}" for src, tgt, n in entries]
+        entries = build_lexicon(count_word_pairs(tokens, run.token_links), min_count, top_k or 1)  # the format's ranking
+        return lexicon_lines(entries, with_counts=bool(top_k))
 
-    def _direction(self, label: str, model: EnsembleModel, pairs: list[PreparedPair], keep: Iterable[int],
+    def _direction(self, label: str, bundle: ModelBundle, pairs: list[PreparedPair], keep: Iterable[int],
                    show_progress: bool, token_links: bool = False) -> list[AlignedPair]:
         """Force-align one direction, behind a progress bar (sentences/s) when asked."""
         from contextlib import nullcontext
 
-        from nmtkit.utils.amp import autocast
         from nmtkit.utils.progress import progress_bar
 
-        with autocast(self.device, self.amp_dtype), (progress_bar("sentences", transient=True) if show_progress else nullcontext()) as progress:
+        with (progress_bar("sentences", transient=True) if show_progress else nullcontext()) as progress:
             task = progress.add_task(label, total=len(pairs)) if progress is not None else None
-            return force_align(model, pairs, align_shift=self.align_shift, batch_size=self.batch_size,
-                               max_tokens=self.max_tokens, device=self.device, keep_attention=keep,
+            return force_align(bundle, pairs, align_shift=self.align_shift, keep_attention=keep,
                                on_batch=(lambda n: progress.advance(task, n)) if progress is not None else None,
                                token_links=token_links, posterior=self.posterior)
 
 
-def check_reverse(fwd_ckpt: dict[str, Any], rev_ckpt: dict[str, Any], rev_path: str) -> None:
+def check_reverse(forward: ModelBundle, reverse: ModelBundle) -> None:
     """The reverse model must translate target->source of the forward model."""
-    fs, ft = fwd_ckpt["src_pipeline"]["lang"], fwd_ckpt["tgt_pipeline"]["lang"]
-    rs, rt = rev_ckpt["src_pipeline"]["lang"], rev_ckpt["tgt_pipeline"]["lang"]
+    fs, ft = forward.src_pipe.lang, forward.tgt_pipe.lang
+    rs, rt = reverse.src_pipe.lang, reverse.tgt_pipe.lang
     if (rs, rt) != (ft, fs):
-        raise NmtkitError(f"--reverse-path {rev_path} translates {rs}->{rt}, but a {ft}->{fs} model is needed "
+        raise NmtkitError(f"--reverse-path {reverse.name} translates {rs}->{rt}, but a {ft}->{fs} model is needed "
                           f"(the reverse of --path, which translates {fs}->{ft})")
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from nmtkit.cli.train import command as train
 from nmtkit.errors import OutputError
-from nmtkit.train.trainlog import append_record, record_line
+from nmtkit.train.run_log import append_record, record_line
 
 from conftest import make_checkpoint
 

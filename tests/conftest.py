@@ -70,7 +70,7 @@ def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
 
     from nmtkit.cli.preprocess import command as preprocess
     from nmtkit.cli.train import command as train
-    from nmtkit.data.sample import generate_corpus
+    from nmtkit.sample import generate_corpus
 
     raw = root / "raw"
     generate_corpus(raw, seed=1, n_train=2000, n_valid=20, n_test=n_test)

@@ -18,7 +18,7 @@ from nmtkit.cli.align import command as align
 from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
 from nmtkit.data.dictionary import Dictionary
-from nmtkit.data.sample import generate_corpus
+from nmtkit.sample import generate_corpus
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import alignment_error_rate

@@ -88,3 +88,20 @@ def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
 @pytest.fixture
 def random_ckpt(tmp_path: Path) -> Path:
     return make_checkpoint(tmp_path / "random.pt")
+
+
+@pytest.fixture
+def saved_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """PNG file name -> the matplotlib Figure written there, for commands that plot: lets a
+    test check what is drawn, not only that a PNG exists."""
+    from nmtkit.evaluate import plots
+
+    figures: dict[str, object] = {}
+    real = plots._save_png
+
+    def save(fig, path):  # noqa: ANN001, ANN202
+        figures[Path(path).name] = fig
+        real(fig, path)
+
+    monkeypatch.setattr(plots, "_save_png", save)
+    return figures

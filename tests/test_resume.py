@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from click.testing import CliRunner
 
@@ -295,6 +296,7 @@ def test_second_trainer_is_refused_and_sigterm_stops_the_first(data_dir, tmp_pat
 
 
 # -- item 8: leftovers of kill -9 --------------------------------------------------------------
+@pytest.mark.slow
 def test_kill_9_then_resume_leaves_no_duplicate_log_records_or_temp_files(data_dir, tmp_path):
     save = tmp_path / "c"
     proc = _trainer_process(data_dir, save, "--save-interval-updates", "4")

@@ -71,7 +71,7 @@ def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
 
     from nmtkit.cli.preprocess import command as preprocess
     from nmtkit.cli.train import command as train
-    from nmtkit.data.sample import generate_corpus
+    from nmtkit.sample import generate_corpus
 
     raw = root / "raw"
     generate_corpus(raw, seed=1, n_train=2000, n_valid=20, n_test=n_test)
@@ -97,3 +97,20 @@ def search_options(**kw):  # noqa: ANN003, ANN201
     from nmtkit.generate.beam import SearchOptions
 
     return SearchOptions(**{"max_len_a": 0.0, "max_len_b": 200, **kw})
+
+
+@pytest.fixture
+def saved_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
+    """PNG file name -> the matplotlib Figure written there, for commands that plot: lets a
+    test check what is drawn, not only that a PNG exists."""
+    from nmtkit.evaluate import plots
+
+    figures: dict[str, object] = {}
+    real = plots._save_png
+
+    def save(fig, path):  # noqa: ANN001, ANN202
+        figures[Path(path).name] = fig
+        real(fig, path)
+
+    monkeypatch.setattr(plots, "_save_png", save)
+    return figures

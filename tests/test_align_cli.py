@@ -18,7 +18,7 @@ from nmtkit.cli.align import command as align
 from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
 from nmtkit.data.dictionary import Dictionary
-from nmtkit.data.sample import generate_corpus
+from nmtkit.sample import generate_corpus
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.aer import alignment_error_rate
@@ -223,7 +223,7 @@ def test_reverse_model_must_translate_the_other_way(corpus):
     assert "translates en->de, but a de->en model is needed" in res.output
 
 
-def test_plots_and_html_page(corpus, tmp_path):
+def test_plots_and_html_page(corpus, tmp_path, saved_figures):
     out = tmp_path / "plots"
     res = run(["--path", fwd(corpus), *text_args(corpus), "--gold", corpus / "raw" / "test.align",
                "--plot", out, "--plot-ids", "0,3", "--html", "-o", tmp_path / "a.align"])
@@ -231,6 +231,11 @@ def test_plots_and_html_page(corpus, tmp_path):
     for k in (0, 3):
         assert (out / f"align-{k}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not (out / "align-1.png").exists()
+    assert sorted(saved_figures) == ["align-0.png", "align-3.png"]
+    (ax,) = saved_figures["align-0.png"].axes  # source words across the top, gold links circled
+    src_words = [t.get_text() for t in ax.get_xticklabels()]
+    assert src_words and ax.get_images()[0].get_array().shape == (len(ax.get_yticklabels()), len(src_words))
+    assert len(ax.collections) == 1 and len(ax.collections[0].get_offsets()) > 0
     page = (out / "index.html").read_text(encoding="utf-8")
     assert 'src="align-0.png"' in page and 'src="align-3.png"' in page
     first_src = (corpus / "raw" / "test.en").read_text(encoding="utf-8").splitlines()[0]

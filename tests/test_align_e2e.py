@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from nmtkit.cli.align import command as align
 from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
-from nmtkit.data.sample import generate_corpus
+from nmtkit.sample import generate_corpus
 
 AER_THRESHOLD = 0.70
 

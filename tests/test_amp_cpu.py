@@ -30,6 +30,7 @@ def _train(data_dir: Path, save: Path, arch: str, amp: str) -> list[dict]:
     return [json.loads(line) for line in (save / "train_log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"])
 def test_bf16_training_tracks_float32_and_saves_float32(data_dir: Path, tmp_path: Path, arch: str) -> None:
     logs = {amp: _train(data_dir, tmp_path / amp, arch, amp) for amp in ("none", "bf16")}

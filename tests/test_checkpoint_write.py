@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from nmtkit.cli.train import command as train
 from nmtkit.errors import OutputError
-from nmtkit.train.trainlog import append_record, record_line
+from nmtkit.train.run_log import append_record, record_line
 
 from conftest import make_checkpoint
 
@@ -60,6 +60,7 @@ def trained(data_dir: Path, tmp_path: Path) -> Path:
     return save
 
 
+@pytest.mark.slow
 def test_train_past_ulimit_f_is_one_line_and_keeps_the_checkpoint(data_dir, trained):
     before = (trained / "checkpoint_last.pt").read_bytes()
     limit = len(before) // 2  # the log and the plot fit, a checkpoint does not
@@ -106,6 +107,7 @@ def tiny_tmpfs(tmp_path: Path):  # noqa: ANN201
         subprocess.run(["umount", str(point)], check=False)
 
 
+@pytest.mark.slow
 def test_train_on_a_full_disk_is_one_line_and_keeps_the_checkpoint(data_dir, trained, tiny_tmpfs):
     size = (trained / "checkpoint_last.pt").stat().st_size
     save = tiny_tmpfs(size + size // 2)  # room for the checkpoint, not for its replacement beside it

@@ -27,39 +27,29 @@ COMMANDS = {"train": train, "translate": translate, "preprocess": preprocess, "s
             "sample": sample}
 
 #: (command, leading arguments that parse, option, bad value)
-BAD_NUMBERS = [
+#: One out-of-range value per command: proves click's ranges are wired into nmtkit's one-line
+#: usage errors (exit 2).  Every other range is click's own check, not re-tested here.
+CLICK_RANGES = [
+    ("train", ["data"], "--batch-size", "0"),
+    ("translate", ["--path", "x.pt"], "--beam", "0"),
+    ("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], "--workers", "0"),
+    ("score", ["--ref", "r"], "--bootstrap-samples", "0"),
+    ("align", ["--path", "x.pt"], "--batch-size", "0"),
+    ("sample", ["--out", "o"], "--train", "0"),
+]
+#: nmtkit's own check (FiniteFloat): click's FloatRange lets nan and inf through, and a nan
+#: learning rate would train silently on NaNs.
+NON_FINITE = [
     *[("train", ["data"], opt, v) for opt, v in [
-        ("--batch-size", "0"), ("--batch-size", "-3"), ("--max-tokens", "0"), ("--max-tokens", "-100"),
-        ("--lr", "-0.5"), ("--lr", "0"), ("--dropout", "1"), ("--dropout", "-0.1"), ("--label-smoothing", "1"),
-        ("--label-smoothing", "-0.1"), ("--max-epoch", "-1"), ("--max-update", "-1"), ("--seed", "-1"),
-        ("--patience", "-1"), ("--clip-norm", "-1"), ("--layers", "0"), ("--hidden-size", "0"),
-        ("--embed-dim", "-2"), ("--threads", "-1"), ("--log-interval", "0"), ("--lr-shrink", "0"),
-        ("--lr-shrink", "1.5"), ("--window", "0"), ("--stop-time-hours", "-1"), ("--min-lr", "-1"),
-        ("--init-scale", "-0.1"), ("--validate-interval-updates", "-1"), ("--save-interval-updates", "-5"),
-        ("--halve-after", "-1"), ("--plateau-patience", "-1"), ("--maxout-size", "0"), ("--attention-dim", "0"),
-        ("--batch-size", "abc"), ("--lr", "fast"),
-        # click's FloatRange lets nan and inf through; a nan learning rate would train silently on NaNs
         ("--lr", "nan"), ("--lr", "inf"), ("--clip-norm", "nan"), ("--dropout", "nan"), ("--stop-time-hours", "inf"),
         ("--label-smoothing", "nan"), ("--guided-alignment-weight", "inf"), ("--init-scale", "nan"),
     ]],
     *[("translate", ["--path", "x.pt"], opt, v) for opt, v in [
-        ("--batch-size", "0"), ("--batch-size", "-1"), ("--beam", "0"), ("--nbest", "0"), ("--max-tokens", "0"),
-        ("--buffer-size", "-1"), ("--max-len-a", "-1"), ("--max-len-b", "-1"), ("--min-len", "-1"),
-        ("--max-source-len", "0"), ("--threads", "-1"),
         ("--lenpen", "nan"), ("--lenpen", "-inf"), ("--unkpen", "nan"), ("--max-len-a", "inf"),
     ]],
-    *[("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], opt, v) for opt, v in [
-        ("--bpe-merges", "0"), ("--max-len", "-1"), ("--max-len-ratio", "-1"), ("--thresholdsrc", "-1"),
-        ("--thresholdtgt", "-2"), ("--nwordssrc", "-2"), ("--nwordstgt", "-5"), ("--workers", "0"),
-        ("--max-len-ratio", "nan"),
-    ]],
-    *[("score", ["--ref", "r"], opt, v) for opt, v in [("--batch-size", "0"), ("--bootstrap-samples", "0")]],
-    *[("align", ["--path", "x.pt"], opt, v) for opt, v in [
-        ("--batch-size", "0"), ("--max-tokens", "0"), ("--dict-min-count", "0"), ("--threads", "-1"),
-    ]],
-    *[("sample", ["--out", "o"], opt, v) for opt, v in [("--train", "0"), ("--valid", "-1"), ("--seed", "-1")]],
+    ("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], "--max-len-ratio", "nan"),
 ]
-
+BAD_NUMBERS = CLICK_RANGES + NON_FINITE
 
 def one_line(text: str) -> str:
     lines = text.strip().splitlines()

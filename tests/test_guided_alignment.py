@@ -25,7 +25,7 @@ from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
 from nmtkit.data.alignments import piece_links, write_alignments
 from nmtkit.data.dataset import DataDir
-from nmtkit.data.sample import generate_corpus
+from nmtkit.sample import generate_corpus
 from nmtkit.errors import InputError
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.train.guided import EPSILON, gold_alignment_matrix, guided_alignment_loss

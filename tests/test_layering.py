@@ -70,3 +70,8 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path):
     mod.write_text("def f():\n    from nmtkit.cli.common import console\n\nfrom ..cli import translate\nfrom .. import cli\n")
     mods = [m for _, m in _imports(mod, root=tmp_path)]
     assert "nmtkit.cli.common" in mods and "nmtkit.cli.translate" in mods and "nmtkit.cli" in mods
+
+
+def test_only_the_sample_command_uses_the_sample_generator():
+    # the demo corpus generator is a tool, not part of the library
+    assert _violations("", "nmtkit.sample", exempt=("nmtkit/sample/", "nmtkit/cli/sample.py")) == []

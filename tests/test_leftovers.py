@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from nmtkit.cli.preprocess import command as preprocess
@@ -62,6 +63,7 @@ def _hidden(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
+@pytest.mark.slow
 def test_preprocess_sigterm_exits_130_and_leaves_nothing(tmp_path):
     raw = tmp_path / "raw"
     res = subprocess.run([sys.executable, "-m", "nmtkit.cli.main", "sample", "--out", str(raw), "--train", "20000"],
@@ -83,6 +85,7 @@ def test_preprocess_sigterm_exits_130_and_leaves_nothing(tmp_path):
     assert list(out.iterdir()) == []  # no temporary directory, no half-written destination
 
 
+@pytest.mark.slow
 def test_translate_sigterm_exits_130_and_removes_its_temporary_output(random_ckpt, tmp_path):
     out = tmp_path / "hyp.txt"
     proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.translate", "--path", str(random_ckpt), "--threads", "1",

@@ -121,6 +121,7 @@ def run_translate(root: Path, *extra: str) -> list[str]:
     return res.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_quantized_translations_stay_close(trained):
     refs = (trained / "raw" / "test.de").read_text(encoding="utf-8").splitlines()
     fp32 = run_translate(trained, "--beam", "1")

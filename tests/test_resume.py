@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 from click.testing import CliRunner
 
@@ -178,11 +179,11 @@ def _send_sigterm_here() -> None:
 
 
 def test_sigterm_during_validation_stops_at_once_and_resumes_exactly(data_dir, tmp_path, monkeypatch):
-    import nmtkit.train.trainer as trainer_mod
+    import nmtkit.train.validation as validation_mod
 
     ref = tmp_path / "ref"
     assert run_train(data_dir, ref, "--max-epoch", "2").exit_code == 0
-    real = trainer_mod.make_batches
+    real = validation_mod.make_batches
     seen = []
 
     def batches(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
@@ -200,9 +201,9 @@ def test_sigterm_during_validation_stops_at_once_and_resumes_exactly(data_dir, t
         return gen()
 
     save = tmp_path / "c"
-    monkeypatch.setattr(trainer_mod, "make_batches", batches)
+    monkeypatch.setattr(validation_mod, "make_batches", batches)
     res = run_train(data_dir, save, "--max-epoch", "2")
-    monkeypatch.setattr(trainer_mod, "make_batches", real)
+    monkeypatch.setattr(validation_mod, "make_batches", real)
     assert res.exit_code == 130, res.output
     assert seen == [0, 1]  # validation did not go on after the signal
     assert "SIGTERM: wrote" in res.output
@@ -295,6 +296,7 @@ def test_second_trainer_is_refused_and_sigterm_stops_the_first(data_dir, tmp_pat
 
 
 # -- item 8: leftovers of kill -9 --------------------------------------------------------------
+@pytest.mark.slow
 def test_kill_9_then_resume_leaves_no_duplicate_log_records_or_temp_files(data_dir, tmp_path):
     save = tmp_path / "c"
     proc = _trainer_process(data_dir, save, "--save-interval-updates", "4")

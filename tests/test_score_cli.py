@@ -98,7 +98,7 @@ def test_sentence_level(files: dict[str, str]) -> None:
         assert float(row[2]) == pytest.approx(sacrebleu.sentence_bleu(HYP2[k], [REF[k]]).score, abs=0.006)
 
 
-def test_by_length_with_source_plot_and_labels(files: dict[str, str], tmp_path: Path) -> None:
+def test_by_length_with_source_plot_and_labels(files: dict[str, str], tmp_path: Path, saved_figures: dict) -> None:
     png = tmp_path / "plots" / "len.png"
     res = run(["--sys", files["hyp"], "--sys", files["hyp2"], "--ref", files["ref"], "--src", files["src"],
                "--buckets", "5,20", "--plot", str(png), "--labels", "base,better", "--json"])
@@ -109,6 +109,11 @@ def test_by_length_with_source_plot_and_labels(files: dict[str, str], tmp_path: 
     assert [(b["bucket"], b["count"]) for b in buckets] == [("<5", 2), ("5-19", 1), ("20+", 1)]
     assert buckets[0]["bleu"] == pytest.approx(sacrebleu.corpus_bleu([HYP[0], HYP[2]], [[REF[0], REF[2]]]).score)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (ax,) = saved_figures["len.png"].axes  # one line per system, by source length, with the labels given
+    assert ax.get_xlabel().startswith("source") and ax.get_ylabel() == "BLEU"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["<5", "5-19", "20+"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["base", "better"]
+    assert list(ax.get_lines()[0].get_ydata()) == pytest.approx([b["bleu"] for b in buckets])
     text = run(["--sys", files["hyp"], "--ref", files["ref"], "--by-length"]).stdout.splitlines()
     length_rows = [r.split("\t") for r in text if r.split("\t")[1] == "length"]
     assert [r[2] for r in length_rows] == ["<10", "10-19", "20-29", "30-39", "40-49", "50-59", "60-69", "70+"]

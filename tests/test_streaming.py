@@ -8,6 +8,8 @@ import sys
 import threading
 import time
 
+import pytest
+
 from nmtkit.utils.streaming import PAUSE, iter_raw_lines
 
 
@@ -39,6 +41,7 @@ def _read_line(stream, timeout: float) -> bytes:  # noqa: ANN001
     return stream.readline()
 
 
+@pytest.mark.slow
 def test_translate_answers_each_line_before_the_next_arrives(random_ckpt):
     proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.translate", "--path", str(random_ckpt), "--threads", "1",
                              "--beam", "2", "--quiet"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -59,6 +62,7 @@ def test_translate_answers_each_line_before_the_next_arrives(random_ckpt):
     assert batch.stdout == first + second  # the same translations, in input order
 
 
+@pytest.mark.slow
 def test_bursty_pipe_loses_and_reorders_nothing(random_ckpt, tmp_path):
     lines = [f"the cat {'sees the dog ' * (k % 4)}." if k % 7 else "" for k in range(60)]
     src = tmp_path / "in.txt"

@@ -112,6 +112,7 @@ def test_truncated_checkpoint_is_refused(data_dir, tmp_path):
     assert res.exit_code == 1 and "checkpoint_last.pt: not a readable nmtkit checkpoint" in res.output
 
 
+@pytest.mark.slow
 def test_sigint_writes_checkpoint_then_resumes(data_dir, tmp_path):
     save = tmp_path / "sig"
     cmd = [sys.executable, "-m", "nmtkit.cli.train", str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save),
@@ -129,6 +130,7 @@ def test_sigint_writes_checkpoint_then_resumes(data_dir, tmp_path):
     assert ckpt["train_state"]["state"]["update"] >= 1
 
 
+@pytest.mark.slow
 def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
     """Two CPU processes, each half of every batch, end with the single process's parameters."""
     common = [str(data_dir), "--arch", "luong_tiny", "--batch-size", "4", "--max-update", "3", "--dropout", "0",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,7 @@ def test_update_freq_accumulates_before_normalising(data_dir, tmp_path):
 
 
 # -- BLEU-based model selection ---------------------------------------------------------------------
+@pytest.mark.slow
 def test_eval_bleu_selects_the_best_bleu_epoch(data_dir, tmp_path):
     """BLEU is logged for every epoch, checkpoint_best.pt is the epoch with the highest valid BLEU
     (the first of ties), and the learning curve is a PNG.  With this seed and lr (on CPU, torch
@@ -151,10 +153,17 @@ def test_eval_bleu_selects_the_best_bleu_epoch(data_dir, tmp_path):
 def test_learning_curve_with_bleu_differs_from_without(tmp_path):
     from nmtkit.evaluate.plots import plot_learning_curve
 
-    plot_learning_curve(tmp_path / "a.png", [50.0, 20.0, 12.0], epochs=[1, 2, 3])
-    plot_learning_curve(tmp_path / "b.png", [50.0, 20.0, 12.0], epochs=[1, 2, 3], valid_bleu=[1.0, None, 9.5])
+    without = plot_learning_curve(tmp_path / "a.png", [50.0, 20.0, 12.0], epochs=[1, 2, 3])
+    with_bleu = plot_learning_curve(tmp_path / "b.png", [50.0, 20.0, 12.0], epochs=[1, 2, 3], valid_bleu=[1.0, None, 9.5])
     a, b = (tmp_path / "a.png").read_bytes(), (tmp_path / "b.png").read_bytes()
     assert a.startswith(b"\x89PNG") and b.startswith(b"\x89PNG") and a != b
+    assert len(without.axes) == 1
+    ppl_axis, bleu_axis = with_bleu.axes  # BLEU on a second y axis
+    assert bleu_axis.get_ylabel() == "BLEU"
+    (bleu,) = bleu_axis.get_lines()
+    ys = bleu.get_ydata()
+    assert ys[0] == 1.0 and math.isnan(ys[1]) and ys[2] == 9.5  # None: no BLEU that epoch
+    assert [t.get_text() for t in ppl_axis.get_legend().get_texts()] == ["validation", "validation BLEU"]
 
 
 def test_bleu_metric_without_eval_bleu_is_a_one_line_error(data_dir, tmp_path):

@@ -37,6 +37,7 @@ def test_invalid_utf8_is_replaced_with_one_warning_per_line(random_ckpt, buffer)
     assert warnings == [WARN.format("<stdin>", 2), WARN.format("<stdin>", 4)]
 
 
+@pytest.mark.slow
 def test_file_pipe_and_stdin_file_decode_alike(random_ckpt, tmp_path):
     """The same bytes from --input, from a regular file on stdin and through a pipe: same output."""
     src = tmp_path / "in.txt"

@@ -37,6 +37,7 @@ def run_translate(root: Path, *extra: str) -> list[str]:
     return res.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_unseen_names_are_copied_and_dictionary_wins(trained, tmp_path):
     names = unseen_names(trained)
     assert len(names) >= 30  # the generator really holds names out of training

@@ -1,7 +1,7 @@
 """``nmtkit sample``: write the seeded English->German toy corpus with gold alignments.
 
 The corpus is what the README demo and the tests train on; see
-:mod:`nmtkit.data.sample` for the grammar and why it exists.
+:mod:`nmtkit.sample` for the grammar and why it exists.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors
-from nmtkit.data.sample import describe_corpus, generate_corpus, is_sample_corpus
+from nmtkit.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.utils.textio import atomic_directory
 
 PROG = "nmtkit-sample"

@@ -3,7 +3,9 @@
 matplotlib is imported inside the functions (it is slow to import and most commands
 never plot) and used through the Agg canvas directly, never pyplot, so no display or
 global figure state is involved.  Every PNG is rendered in memory and written with
-:func:`atomic_write`, so a crash never leaves a truncated image behind.
+:func:`atomic_write`, so a crash never leaves a truncated image behind.  Each plot function
+returns the Figure it saved, so that callers and tests can check what is drawn (axes, series,
+labels) instead of only that a PNG exists.
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ def _save_png(fig: Any, path: str | os.PathLike) -> None:
 
 def plot_attention(path: str | os.PathLike, attention: Any, src_words: Sequence[str],
                    tgt_words: Sequence[str], gold: Iterable[Link] | None = None,
-                   title: str | None = None) -> None:
+                   title: str | None = None) -> Any:
     """Write an attention heatmap: source words across the top, target words down the side.
 
     ``attention`` is a ``[len(tgt_words), len(src_words)]`` matrix (numpy array, nested
@@ -77,6 +79,7 @@ def plot_attention(path: str | os.PathLike, attention: Any, src_words: Sequence[
     if title:
         ax.set_title(title, fontsize=10, pad=12)
     _save_png(fig, path)
+    return fig
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def write_attention_html(path: str | os.PathLike, entries: Sequence[HeatmapEntry
 def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
                         train_ppl: Sequence[float] | None = None,
                         epochs: Sequence[float] | None = None, title: str | None = None,
-                        valid_bleu: Sequence[float | None] | None = None) -> None:
+                        valid_bleu: Sequence[float | None] | None = None) -> Any:
     """Write validation (and optionally training) perplexity per epoch, and validation BLEU
     on a second y axis when given (``None`` for epochs without it).
 
@@ -171,12 +174,13 @@ def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
     if title:
         ax.set_title(title)
     _save_png(fig, path)
+    return fig
 
 
 def plot_length_buckets(path: str | os.PathLike, bucket_labels: Sequence[str],
                         systems: Mapping[str, Sequence[float | None]],
                         xlabel: str = "source sentence length (words)",
-                        title: str | None = None) -> None:
+                        title: str | None = None) -> Any:
     """Write BLEU per length bucket, one labelled line per system (Luong et al. Fig. 6).
 
     ``systems`` maps a system's label to its BLEU per bucket; ``None`` (an empty bucket)
@@ -203,3 +207,4 @@ def plot_length_buckets(path: str | os.PathLike, bucket_labels: Sequence[str],
     if title:
         ax.set_title(title)
     _save_png(fig, path)
+    return fig

@@ -1,4 +1,4 @@
-"""Word lists for the sample English->German corpus (see :mod:`nmtkit.data.sample`).
+"""Word lists for the sample English->German corpus (see :mod:`nmtkit.sample`).
 
 Kept apart from the grammar so that the vocabulary can be read (and checked by a German
 speaker) at a glance.  Everything here is a tuple in a fixed order: the generator draws
@@ -8,6 +8,8 @@ Selection restrictions ("who can eat what") use *labels*: a noun carries its cla
 (person, animal, food, drink, thing, furniture, place, vehicle), optional tags
 (readable, clothes, device, ...) and its English lemma; a verb or adjective lists the
 labels it accepts.
+
+The module is long because it is data: the word tables, nothing else.
 """
 from __future__ import annotations
 

@@ -1,0 +1,44 @@
+"""What a training checkpoint holds, and which epoch checkpoints are kept.
+
+Why apart from :mod:`nmtkit.checkpoint`: that module is shared with generation and knows only
+the model; this one adds what an exact resume needs (:mod:`nmtkit.train.resume` reads it back):
+the training options, the training data's fingerprint, the position in the run, optimizer,
+schedule, loss-scaler and RNG states, and how many train_log.jsonl records that state wrote.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nmtkit.checkpoint import epoch_checkpoints, model_payload
+from nmtkit.train.state import rng_state
+
+if TYPE_CHECKING:
+    from nmtkit.train.trainer import Trainer
+
+
+def training_payload(trainer: Trainer) -> dict:
+    """Everything :func:`nmtkit.checkpoint.save_checkpoint` writes for ``trainer``'s current state."""
+    data = trainer.data
+    payload = model_payload(trainer.model, trainer.opt.arch, data.pipeline(data.src_lang), data.pipeline(data.tgt_lang))
+    payload["data_dir"] = str(data.path.resolve())
+    payload["train_options"] = asdict(trainer.opt)
+    payload["train_data"] = trainer.train_data_fingerprint()
+    payload["train_state"] = {
+        "log_records": trainer.run_log.count(),  # how much of train_log.jsonl this state has written
+        "state": asdict(trainer.state),
+        "optimizer": trainer.optimizer.state_dict(),
+        "schedule": trainer.schedule.state_dict(),
+        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+        "rng": rng_state(),
+    }
+    return payload
+
+
+def prune_epoch_checkpoints(save_dir: Path, keep_last: int) -> None:
+    """``--keep-last N``: delete ``checkpoint{epoch}.pt`` files older than the last N (0: keep all)."""
+    if keep_last <= 0:
+        return
+    for path in epoch_checkpoints(save_dir)[:-keep_last]:
+        path.unlink(missing_ok=True)

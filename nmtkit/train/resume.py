@@ -1,0 +1,269 @@
+"""Resuming a run from ``checkpoint_last.pt``: the policy for changed options and applying it.
+
+The command line of a resumed run is compared with the training options saved in the
+checkpoint (README "Resuming").  An option missing from an older checkpoint counts as its
+default.  Options in none of the tables below are applied to the resumed run and announced,
+one line each (``max_epoch 5 -> 8 (from --max-epoch)``); a new ``--lr`` replaces the current
+(possibly decayed) lr.  The tables hold the exceptions; a new option that must not change
+mid-run goes into one of them.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import MISSING, asdict, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import numpy as np
+
+from nmtkit.checkpoint import load_checkpoint
+from nmtkit.data.dataset import ParallelDataset, make_batches
+from nmtkit.errors import NmtkitError
+from nmtkit.train.optim import DEFAULT_LR
+from nmtkit.train.options import TrainOptions
+from nmtkit.train.state import TrainState, set_rng_state
+from nmtkit.utils.tempfiles import remove_stale_temps
+
+if TYPE_CHECKING:
+    from nmtkit.train.trainer import Trainer
+
+#: Refused (every difference in one error): another run, not a continuation of this one.  Each
+#: names the ``--reset-*`` flag that starts that part fresh on purpose.
+RESUME_MUST_NOT_CHANGE = {
+    "optimizer": "--reset-optimizer",  # its state (Adam moments, ...) does not fit another optimizer
+    "lr_schedule": "--reset-lr-scheduler",
+    "seed": "--reset-dataloader",  # the batches of an epoch are a function of (seed, epoch)
+    "train_subset": "--reset-dataloader",
+}
+#: Batching: may change at an epoch boundary (announced); refused in the middle of an epoch,
+#: whose remaining batches would be cut differently (sentences skipped or seen twice).
+RESUME_EPOCH_BOUNDARY = ("max_tokens", "batch_size")
+#: Not compared here: the model's options and dictionaries are checked on their own, the training
+#: data by its fingerprint, and the save dir is where the checkpoint was found.
+RESUME_NOT_COMPARED = ("data", "save_dir", "arch")
+#: Flags whose name is not ``--`` + the option's name.
+FLAG_NAMES = {"keep_epoch_checkpoints": "--no-epoch-checkpoints"}
+
+
+def option_defaults() -> dict[str, Any]:
+    """Every training option's default: what an option missing from an older checkpoint was."""
+    out: dict[str, Any] = {}
+    for f in fields(TrainOptions):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+    return out
+
+
+def effective_lr(options: dict[str, Any]) -> float:
+    """The starting lr of ``options``: ``--lr``, or the optimizer's default when it is unset."""
+    lr = options.get("lr")
+    return float(DEFAULT_LR.get(options.get("optimizer"), 0.0) if lr is None else lr)
+
+
+def fmt(value: Any) -> str:
+    """An option's value as the resume messages show it (``unset`` for None)."""
+    if value is None:
+        return "unset"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def flag(name: str) -> str:
+    """The command-line flag of option ``name``."""
+    return FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+# ------------------------------------------------------------------ applying the policy
+
+
+def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
+                       reset_dataloader: bool = False) -> Optional[str]:
+    """Load ``checkpoint_last.pt`` into ``trainer`` when it exists; returns a message saying what
+    resumed and every option that changed.  Call it holding the save dir's lock
+    (:mod:`nmtkit.train.lock`).
+
+    Changes to :data:`RESUME_MUST_NOT_CHANGE`, to the training data, and to batching in the
+    middle of an epoch are refused in one error listing every difference.  The resets start a
+    part fresh on purpose: ``reset_optimizer`` a new optimizer (state and lr from the options),
+    ``reset_lr_scheduler`` the schedule's state with the lr back at ``--lr`` (or the optimizer's
+    default), ``reset_dataloader`` the current epoch again from its first batch (no sentence of
+    it is skipped; the ones done are seen twice) and allows another seed, train subset or
+    training data.
+
+    Leftovers of a killed run are cleared first: temporary checkpoint files, and the records of
+    train_log.jsonl written after checkpoint_last.pt (updates this run will redo).
+    """
+    last = trainer.save_dir / "checkpoint_last.pt"
+    if trainer.dist.is_main:
+        for path in remove_stale_temps(trainer.save_dir):
+            trainer.console.print(f"removed {path} (a temporary file left by a killed run)")
+    if not last.exists():
+        trainer.run_log.prune(0, None)  # a run starting over redoes every update of an old log
+        return None
+    ckpt = load_checkpoint(last)
+    _check_same_model(trainer, ckpt, last)
+    ts = ckpt["train_state"]
+    state = TrainState(**ts["state"])
+    resets = {name for name, on in (("--reset-optimizer", reset_optimizer), ("--reset-lr-scheduler", reset_lr_scheduler),
+                                    ("--reset-dataloader", reset_dataloader)) if on}
+    old = {**option_defaults(), **(ckpt.get("train_options") or {})}
+    notes, refused = resume_differences(trainer, ckpt, old, state, resets)
+    if refused:
+        raise NmtkitError(f"{last} cannot continue with changed options: {'; '.join(refused)}. "
+                          "Rerun with the checkpoint's options, start that part fresh with the flag named, or use another --save-dir")
+    trainer.model.load_state_dict(ckpt["model"])
+    notes += _restore_optimizer_and_lr(trainer, ts, old, reset_optimizer, reset_lr_scheduler)
+    if old.get("best_checkpoint_metric") != trainer.opt.best_checkpoint_metric:
+        # the schedule's best value and the patience count were kept in the old metric's units
+        trainer.schedule.best_valid, trainer.schedule.bad_epochs, state.bad_epochs = None, 0, 0
+        notes.append(f"best-checkpoint metric changed: the plateau schedule and --patience start counting afresh "
+                     f"in {trainer.opt.best_checkpoint_metric}")
+    if reset_dataloader and state.batches_done > 0:
+        notes.append(f"epoch {state.epoch} starts again from its first batch ({state.batches_done} were done; --reset-dataloader)")
+        state.batches_done = 0
+        state.epoch_nll = state.epoch_tokens = 0.0
+    trainer.state = state
+    trainer.last_checkpoint_update = state.update
+    set_rng_state(ts["rng"])
+    dropped = trainer.run_log.prune(ts.get("log_records"), state.update)
+    if dropped:
+        notes.append(f"dropped {dropped} record(s) of {trainer.run_log.path.name} written after the checkpoint (updates redone now)")
+    lr = trainer.optimizer.param_groups[0]["lr"]
+    head = (f"resuming from {last}: epoch {state.epoch} ({state.batches_done} batches done), "
+            f"update {state.update}, lr {lr:g}")
+    return "\n".join([head, *(f"  {n}" for n in notes)])
+
+
+def _check_same_model(trainer: Trainer, ckpt: dict, last: Path) -> None:
+    """Refuse a checkpoint of another model, other dictionaries, or without training state."""
+    saved_cfg = _completed_config(ckpt.get("model_name"), ckpt.get("model_config") or {})
+    if ckpt.get("model_name") != trainer.model_name or saved_cfg != asdict(trainer.cfg):
+        diffs = _config_diff(ckpt.get("model_name"), saved_cfg, trainer.model_name, asdict(trainer.cfg))
+        raise NmtkitError(
+            f"{last} was trained with different model options ({diffs}); use another --save-dir or the same options"
+        )
+    if ckpt["src_dict"] != trainer.data.src_dict.symbols or ckpt["tgt_dict"] != trainer.data.tgt_dict.symbols:
+        raise NmtkitError(f"{last} was trained with other dictionaries than {trainer.data.path}")
+    if ckpt.get("train_state") is None:
+        raise NmtkitError(f"{last} holds no training state (cannot resume)")
+
+
+def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], reset_optimizer: bool,
+                              reset_lr_scheduler: bool) -> list[str]:
+    """Load (or reset) the optimizer, loss scaler and lr schedule; set the lr; returns the notes."""
+    opt, optimizer, notes = trainer.opt, trainer.optimizer, []
+    if reset_optimizer:
+        notes.append(f"optimizer: fresh {opt.optimizer} state (--reset-optimizer)")
+    else:
+        optimizer.load_state_dict(ts["optimizer"])
+        if trainer.scaler is not None and ts.get("scaler"):
+            trainer.scaler.load_state_dict(ts["scaler"])
+    if reset_lr_scheduler:
+        notes.append(f"lr schedule: fresh {opt.lr_schedule} state (--reset-lr-scheduler)")
+    else:
+        trainer.schedule.load_state_dict(ts["schedule"])
+    old_lr, new_lr = effective_lr(old), effective_lr(asdict(opt))
+    current = optimizer.param_groups[0]["lr"]
+    if reset_optimizer or reset_lr_scheduler or new_lr != old_lr:
+        for group in optimizer.param_groups:
+            group["lr"] = new_lr
+    if new_lr != old_lr:
+        source = "from --lr" if opt.lr is not None else f"the {opt.optimizer} default"
+        decayed = f"; the schedule had brought it to {current:g}" if current != old_lr and not reset_optimizer else ""
+        notes.append(f"lr {old_lr:g} -> {new_lr:g} ({source}{decayed})")
+    elif (reset_optimizer or reset_lr_scheduler) and current != new_lr:
+        notes.append(f"lr {current:g} -> {new_lr:g} (back to the starting lr)")
+    return notes
+
+
+def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state: TrainState,
+                       resets: set[str]) -> tuple[list[str], list[str]]:
+    """(announcements, refusals): the checkpoint's training options against this run's."""
+    new = asdict(trainer.opt)
+    notes: list[str] = []
+    refused: list[str] = []
+    epoch_batches = epoch_batch_count(trainer.train_set, old, state.epoch, trainer.opt.seed)
+    mid_epoch = 0 < state.batches_done < epoch_batches and "--reset-dataloader" not in resets
+    for name, value in new.items():
+        if name in RESUME_NOT_COMPARED or name == "lr" or old.get(name) == value:
+            continue
+        change = f"{name} {fmt(old.get(name))} -> {fmt(value)}"
+        if name in RESUME_MUST_NOT_CHANGE:
+            reset_flag = RESUME_MUST_NOT_CHANGE[name]
+            if reset_flag in resets:
+                notes.append(f"{change} ({reset_flag})")
+            else:
+                refused.append(f"{change} (needs {reset_flag})")
+        elif name in RESUME_EPOCH_BOUNDARY and mid_epoch:
+            refused.append(f"{change} in the middle of epoch {state.epoch} ({state.batches_done} batches done: "
+                           "finish the epoch with the old batching, or --reset-dataloader)")
+        else:
+            notes.append(f"{change} (from {flag(name)})")
+    before, now = ckpt.get("train_data"), trainer.train_data_fingerprint()
+    if before is not None and before != now:
+        change = (f"training data {before.get('sentences')} sentences / {before.get('tokens')} tokens -> "
+                  f"{now['sentences']} / {now['tokens']}")
+        if "--reset-dataloader" in resets:
+            notes.append(f"{change} (--reset-dataloader)")
+        else:
+            refused.append(f"{change} (needs --reset-dataloader)")
+    elif ckpt.get("data_dir") and ckpt["data_dir"] != str(trainer.data.path.resolve()):
+        notes.append(f"data {ckpt['data_dir']} -> {trainer.data.path.resolve()} (same dictionaries"
+                     f"{', same training data' if before is not None else ''})")
+    return notes, refused
+
+
+def epoch_batch_count(train_set: ParallelDataset, options: dict[str, Any], epoch: int, default_seed: int) -> int:
+    """How many batches ``epoch`` has under the batching ``options`` (those of the checkpoint)."""
+    return len(make_batches(train_set.src_sizes, train_set.tgt_sizes, options.get("max_tokens"),
+                            options.get("batch_size"), seed=options.get("seed", default_seed), epoch=epoch))
+
+
+def train_data_fingerprint(train_set: ParallelDataset) -> dict:
+    """Sentence and token counts and a hash of the sentence lengths of the training split:
+    cheap, and different for any other corpus in practice (saved in every checkpoint)."""
+    src, tgt = np.asarray(train_set.src_sizes, dtype=np.int64), np.asarray(train_set.tgt_sizes, dtype=np.int64)
+    digest = hashlib.sha1(src.tobytes() + tgt.tobytes()).hexdigest()[:16]
+    return {"sentences": int(len(src)), "tokens": int(src.sum() + tgt.sum()), "sizes_sha1": digest}
+
+
+def _completed_config(model_name: Optional[str], saved: dict) -> dict:
+    """A checkpoint's model options with the defaults of options added since it was written
+    (an older checkpoint lacks them), so that resuming it with the same command works.  This is
+    right as long as a new option's default is the behaviour from before it existed, which is
+    the rule for adding model options."""
+    from nmtkit.models import registry
+
+    try:
+        return asdict(registry.config_from_dict(model_name, saved)) if model_name else saved
+    except NmtkitError:  # unknown model or option: compared as saved, the error lists the differences
+        return saved
+
+
+def _config_diff(name_a: Optional[str], cfg_a: dict, name_b: Optional[str], cfg_b: dict) -> str:
+    """The model differences between a checkpoint (``a``) and this run (``b``), for the error."""
+    parts = []
+    if name_a != name_b:
+        parts.append(f"model {name_a} vs {name_b}")
+    for k in sorted(set(cfg_a) | set(cfg_b)):
+        if cfg_a.get(k) != cfg_b.get(k):
+            parts.append(f"{k}: checkpoint {cfg_a.get(k)!r}, now {cfg_b.get(k)!r}")
+    return "; ".join(parts) or "no differences"
+
+
+def nothing_left(opt: TrainOptions, state: TrainState) -> Optional[str]:
+    """Why a resumed run has nothing to train (--max-epoch, --max-update or --patience already
+    reached), or None.  Said instead of rewriting the same checkpoint with no update."""
+    if opt.max_epoch > 0 and state.epochs_done >= opt.max_epoch and state.batches_done == 0:
+        return (f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is at the end of epoch "
+                f"{state.epochs_done}); raise --max-epoch to train further")
+    if opt.max_update > 0 and state.update >= opt.max_update:
+        return (f"already reached --max-update {opt.max_update} (checkpoint_last.pt is at update {state.update}); "
+                "raise --max-update to train further")
+    if opt.patience > 0 and state.bad_epochs >= opt.patience and state.batches_done == 0:
+        return (f"already stopped early: validation {opt.best_checkpoint_metric} did not improve for "
+                f"{state.bad_epochs} epochs (--patience {opt.patience}); raise --patience to train further")
+    return None

@@ -1,0 +1,49 @@
+"""Validation during training: the loss on the valid split and which checkpoint is the best.
+
+Why apart from the loop: both are pure functions of the model or the run's state, and the
+best-checkpoint rule (a NaN loss must never become the best) is worth reading on its own.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import torch
+
+from nmtkit.data.dataset import ParallelDataset, collate, make_batches
+from nmtkit.train.loss import sequence_loss
+from nmtkit.train.state import TrainState
+from nmtkit.utils.amp import autocast
+
+
+@torch.inference_mode()
+def valid_loss(model: torch.nn.Module, valid_set: ParallelDataset, max_tokens: Optional[int], batch_size: Optional[int],
+               device: torch.device, amp_dtype: Optional[torch.dtype]) -> dict:
+    """Per-token NLL and perplexity of ``model`` on ``valid_set``, batched like training (unshuffled)."""
+    model.eval()
+    tot_nll, tot_tok = 0.0, 0
+    batches = make_batches(valid_set.src_sizes, valid_set.tgt_sizes, max_tokens, batch_size, shuffle=False)
+    for b in batches:
+        batch = collate([valid_set[i] for i in b], b).to(device)
+        with autocast(device, amp_dtype):
+            logits, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+        _, nll = sequence_loss(logits, batch.target)
+        tot_nll += float(nll)
+        tot_tok += batch.ntokens
+    loss = tot_nll / max(tot_tok, 1)
+    return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0)), "valid_tokens": tot_tok}
+
+
+def record_best(state: TrainState, v: Optional[dict], metric: str) -> bool:
+    """Update the best loss/BLEU in ``state``; True when ``metric`` (``--best-checkpoint-metric``) improved."""
+    if not v:
+        return False
+    finite = math.isfinite(v["valid_loss"])  # a NaN loss would become the best and stay it (NaN < x is False)
+    loss_better = finite and (state.best_valid_loss is None or v["valid_loss"] < state.best_valid_loss)
+    if loss_better:
+        state.best_valid_loss = v["valid_loss"]
+    bleu = v.get("valid_bleu")
+    bleu_better = bleu is not None and (state.best_valid_bleu is None or bleu > state.best_valid_bleu)
+    if bleu_better:
+        state.best_valid_bleu = bleu
+    return bleu_better if metric == "bleu" else loss_better

@@ -41,6 +41,7 @@ from torch import Tensor
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.utils.checks import one_of_message, require_at_least, require_choice
 
 LENPEN_FORMS = ("fairseq", "gnmt")
 _NEG_INF = float("-inf")
@@ -77,7 +78,7 @@ def length_penalty(length: int, lenpen: float, form: str) -> float:
         return float(length) ** lenpen
     if form == "gnmt":
         return ((5.0 + length) / 6.0) ** lenpen
-    raise NmtkitError(f"unknown length penalty form {form!r} (choose from {', '.join(LENPEN_FORMS)})")
+    raise NmtkitError(one_of_message("--lenpen-form", form, LENPEN_FORMS))
 
 
 def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -107,15 +108,15 @@ def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     return vals, idx
 
 
-def _check_options(beam: int, nbest: int, min_len: int, lenpen_form: str) -> None:
-    if beam < 1:
-        raise NmtkitError(f"beam size must be at least 1, got {beam}")
-    if not 1 <= nbest <= beam:
-        raise NmtkitError(f"nbest must be between 1 and the beam size ({beam}), got {nbest}")
-    if min_len < 0:
-        raise NmtkitError(f"min_len must not be negative, got {min_len}")
-    if lenpen_form not in LENPEN_FORMS:
-        raise NmtkitError(f"unknown length penalty form {lenpen_form!r} (choose from {', '.join(LENPEN_FORMS)})")
+def check_search_options(beam: int, nbest: int, min_len: int, lenpen_form: str) -> None:
+    """The library's one check of the search options, in the words the command line's option
+    types use too (:mod:`nmtkit.utils.checks`); ``SearchOptions.validate`` calls it."""
+    require_at_least("--beam", beam, 1)
+    require_at_least("--nbest", nbest, 1)
+    if nbest > beam:
+        raise NmtkitError(f"--nbest must be <= --beam ({beam}), got {nbest}")
+    require_at_least("--min-len", min_len, 0)
+    require_choice("--lenpen-form", lenpen_form, LENPEN_FORMS)
 
 
 @torch.inference_mode()
@@ -142,7 +143,7 @@ def beam_search(
     every member's output layer is restricted to them and log-probabilities are normalised over
     them; with every id of the vocabulary the result is exactly the unrestricted one.
     """
-    _check_options(beam, nbest, min_len, lenpen_form)
+    check_search_options(beam, nbest, min_len, lenpen_form)
     if shortlist is None:
         return _search(model, src_tokens, src_lengths, beam, nbest, max_len_a, max_len_b, min_len,
                        lenpen, lenpen_form, unkpen, return_attention, None)

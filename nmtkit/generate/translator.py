@@ -27,7 +27,7 @@ from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_index, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import Hypothesis, beam_search
+from nmtkit.generate.beam import Hypothesis, beam_search, check_search_options
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.quantize import check_quantize, quantize_ensemble
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
@@ -51,10 +51,7 @@ class SearchOptions:
     unkpen: float = 0.0
 
     def validate(self) -> None:
-        if self.beam < 1:
-            raise NmtkitError(f"--beam must be at least 1, got {self.beam}")
-        if self.nbest < 1 or self.nbest > self.beam:
-            raise NmtkitError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
+        check_search_options(self.beam, self.nbest, self.min_len, self.lenpen_form)
 
 
 @dataclass

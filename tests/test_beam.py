@@ -250,9 +250,9 @@ def test_option_errors():
     m = table_model(GREEDY_TRAP)
     with pytest.raises(NmtkitError, match="nbest"):
         run(m, beam=2, nbest=3)
-    with pytest.raises(NmtkitError, match="beam size"):
+    with pytest.raises(NmtkitError, match="--beam must be >= 1, got 0"):
         run(m, beam=0)
-    with pytest.raises(NmtkitError, match="length penalty"):
+    with pytest.raises(NmtkitError, match="--lenpen-form must be one of fairseq, gnmt"):
         run(m, lenpen_form="average")
 
 

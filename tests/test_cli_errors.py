@@ -30,14 +30,14 @@ COMMANDS = {"train": train, "translate": translate, "preprocess": preprocess, "s
 BAD_NUMBERS = [
     *[("train", ["data"], opt, v) for opt, v in [
         ("--batch-size", "0"), ("--batch-size", "-3"), ("--max-tokens", "0"), ("--max-tokens", "-100"),
-        ("--lr", "-0.5"), ("--lr", "0"), ("--dropout", "1"), ("--dropout", "-0.1"), ("--label-smoothing", "1"),
+        ("--lr", "-0.5"), ("--lr", "0"), ("--label-smoothing", "1"),
         ("--label-smoothing", "-0.1"), ("--max-epoch", "-1"), ("--max-update", "-1"), ("--seed", "-1"),
-        ("--patience", "-1"), ("--clip-norm", "-1"), ("--layers", "0"), ("--hidden-size", "0"),
-        ("--embed-dim", "-2"), ("--threads", "-1"), ("--log-interval", "0"), ("--lr-shrink", "0"),
-        ("--lr-shrink", "1.5"), ("--window", "0"), ("--stop-time-hours", "-1"), ("--min-lr", "-1"),
-        ("--init-scale", "-0.1"), ("--validate-interval-updates", "-1"), ("--save-interval-updates", "-5"),
-        ("--halve-after", "-1"), ("--plateau-patience", "-1"), ("--maxout-size", "0"), ("--attention-dim", "0"),
-        ("--batch-size", "abc"), ("--lr", "fast"),
+        ("--patience", "-1"), ("--clip-norm", "-1"),
+        ("--threads", "-1"), ("--log-interval", "0"), ("--lr-shrink", "0"),
+        ("--lr-shrink", "1.5"), ("--stop-time-hours", "-1"), ("--min-lr", "-1"),
+        ("--validate-interval-updates", "-1"), ("--save-interval-updates", "-5"),
+        ("--halve-after", "-1"), ("--plateau-patience", "-1"),
+        ("--batch-size", "abc"), ("--lr", "fast"), ("--layers", "x"), ("--dropout", "high"),
         # click's FloatRange lets nan and inf through; a nan learning rate would train silently on NaNs
         ("--lr", "nan"), ("--lr", "inf"), ("--clip-norm", "nan"), ("--dropout", "nan"), ("--stop-time-hours", "inf"),
         ("--label-smoothing", "nan"), ("--guided-alignment-weight", "inf"), ("--init-scale", "nan"),
@@ -45,7 +45,7 @@ BAD_NUMBERS = [
     *[("translate", ["--path", "x.pt"], opt, v) for opt, v in [
         ("--batch-size", "0"), ("--batch-size", "-1"), ("--beam", "0"), ("--nbest", "0"), ("--max-tokens", "0"),
         ("--buffer-size", "-1"), ("--max-len-a", "-1"), ("--max-len-b", "-1"), ("--min-len", "-1"),
-        ("--max-source-len", "0"), ("--threads", "-1"),
+        ("--max-source-len", "0"), ("--threads", "-1"), ("--lenpen-form", "gnu"), ("--amp", "fp8"),
         ("--lenpen", "nan"), ("--lenpen", "-inf"), ("--unkpen", "nan"), ("--max-len-a", "inf"),
     ]],
     *[("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], opt, v) for opt, v in [
@@ -55,7 +55,7 @@ BAD_NUMBERS = [
     ]],
     *[("score", ["--ref", "r"], opt, v) for opt, v in [("--batch-size", "0"), ("--bootstrap-samples", "0")]],
     *[("align", ["--path", "x.pt"], opt, v) for opt, v in [
-        ("--batch-size", "0"), ("--max-tokens", "0"), ("--dict-min-count", "0"), ("--threads", "-1"),
+        ("--batch-size", "0"), ("--max-tokens", "0"), ("--dict-min-count", "0"), ("--threads", "-1"), ("--amp", "fp8"),
     ]],
     *[("sample", ["--out", "o"], opt, v) for opt, v in [("--train", "0"), ("--valid", "-1"), ("--seed", "-1")]],
 ]
@@ -74,6 +74,28 @@ def test_numbers_out_of_range_are_a_one_line_usage_error(name, lead, opt, value)
     assert res.exit_code == 2, res.output
     line = one_line(res.output)
     assert line.startswith(f"nmtkit-{name}: error: ") and opt in line and value in line, line
+
+
+#: Model options out of range: refused once, by the model's Config.validate() in its words (exit 1), before
+#: DATA is even looked at; a value that is not of the option's type stays click's usage error (above).
+BAD_MODEL_VALUES = [
+    ("--dropout", "1", "dropout must be in [0, 1), got 1.0"), ("--dropout", "-0.1", "dropout must be in [0, 1), got -0.1"),
+    ("--layers", "0", "layers must be >= 1, got 0"), ("--hidden-size", "0", "hidden_size must be >= 1, got 0"),
+    ("--embed-dim", "-2", "embed_dim must be >= 1, got -2"), ("--window", "0", "window must be >= 1, got 0"),
+    ("--init-scale", "-0.1", "init_scale must be >= 0, got -0.1"), ("--init", "xavier", "init must be one of uniform, bahdanau"),
+    ("--dropout-output", "1", "dropout_output must be < 1"),
+    ("--maxout-size", "0", "maxout_size must be >= 1, got 0", "rnnsearch_tiny"),
+    ("--attention-dim", "0", "attention_dim must be >= 1, got 0", "rnnsearch_tiny"),
+    ("--cell", "rnn", "cell must be one of lstm, gru; got 'rnn'", "rnnencdec_tiny"),
+]
+
+
+@pytest.mark.parametrize("opt,value,message,arch", [(*b, "luong_tiny")[:4] for b in BAD_MODEL_VALUES],
+                         ids=[f"{b[0]}={b[1]}" for b in BAD_MODEL_VALUES])
+def test_model_values_out_of_range_are_the_configs_one_line_error(opt, value, message, arch, tmp_path):
+    res = CliRunner().invoke(train, [str(tmp_path / "no-data"), "--arch", arch, opt, value])
+    assert res.exit_code == 1, res.output
+    assert one_line(res.output).startswith(f"nmtkit-train: error: {message}"), res.output
 
 
 def test_the_same_through_the_nmtkit_group():
@@ -376,3 +398,67 @@ def test_translate_drops_a_bom_on_stdin_and_in_files(random_ckpt, tmp_path):
     from_file = CliRunner().invoke(translate, [*args, "--input", str(f)])
     assert plain.exit_code == bom.exit_code == from_file.exit_code == 0
     assert plain.stdout == bom.stdout == from_file.stdout and "\ufeff" not in bom.stdout
+
+
+# -- options shared by several commands: one declaration, one help text, one message -----------------
+SHARED_OPTIONS = ("--device", "--threads", "--amp", "--batch-size", "--max-tokens")
+
+
+@pytest.mark.parametrize("flag", SHARED_OPTIONS)
+def test_shared_options_have_one_help_text_in_every_command(flag):
+    helps = {name: p.help for name, cmd in COMMANDS.items() for p in cmd.params if flag in getattr(p, "opts", ())}
+    assert len(helps) >= 2, helps
+    assert len(set(helps.values())) == 1, helps
+
+
+@pytest.mark.parametrize("opt,value", [("--batch-size", "0"), ("--batch-size", "many"), ("--amp", "fp8"),
+                                       ("--device", "gpu")])
+def test_the_same_bad_value_reads_the_same_in_translate_score_and_align(opt, value, tmp_path):
+    from conftest import make_checkpoint
+
+    ckpt = str(make_checkpoint(tmp_path / "m.pt"))
+    text = tmp_path / "t.txt"
+    text.write_text("the cat\n", encoding="utf-8")
+    pair = ["--source", str(text), "--target", str(text)]
+    commands = {"translate": (translate, ["--path", ckpt]), "score": (score, ["--path", ckpt, *pair]),
+                "align": (align, ["--path", ckpt, *pair])}
+    messages = {}
+    for name, (cmd, lead) in commands.items():
+        res = CliRunner().invoke(cmd, [*lead, opt, value], input="the cat\n")
+        line = one_line(res.output)
+        assert line.startswith(f"nmtkit-{name}: error: "), line
+        messages[name] = (res.exit_code, line.split(": error: ", 1)[1])
+    assert len(set(messages.values())) == 1, messages
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--beam", "0"], "--beam must be >= 1, got 0"),
+    (["--nbest", "0"], "--nbest must be >= 1, got 0"),
+    (["--min-len", "-1"], "--min-len must be >= 0, got -1"),
+    (["--lenpen-form", "gnu"], "--lenpen-form must be one of fairseq, gnmt; got 'gnu'"),
+])
+def test_search_values_read_the_same_from_click_and_from_the_library(args, message):
+    """click refuses them when parsing (exit 2); the library, for Python callers, in the same words."""
+    from nmtkit.errors import NmtkitError
+    from nmtkit.generate.beam import check_search_options
+    from nmtkit.generate.translator import SearchOptions
+
+    res = CliRunner().invoke(translate, ["--path", "x.pt", *args])
+    assert res.exit_code == 2 and one_line(res.output) == f"nmtkit-translate: error: {message} (see --help)"
+    name, value = args[0][2:].replace("-", "_"), args[1]
+    bad = SearchOptions(**{name: type(getattr(SearchOptions, name))(value)})
+    with pytest.raises(NmtkitError) as exc:
+        bad.validate()
+    assert str(exc.value) == message
+    with pytest.raises(NmtkitError, match="^" + message.replace("(", r"\(").replace(")", r"\)") + "$"):
+        check_search_options(bad.beam, bad.nbest, bad.min_len, bad.lenpen_form)
+
+
+def test_search_defaults_are_the_librarys():
+    import dataclasses
+
+    from nmtkit.generate.translator import SearchOptions
+
+    ctx = translate.make_context("translate", ["--path", "x.pt"])
+    for f in dataclasses.fields(SearchOptions):
+        assert ctx.params[f.name] == f.default, f.name

@@ -15,6 +15,7 @@ PROG = "nmtkit-train"
 
 _ALL_ARCHS = "\0all"  # --list-archs without a NAME
 
+
 def _short(text: str, limit: int) -> str:
     """``text`` without its final period, cut at a word boundary to at most ``limit`` characters."""
     text = text.rstrip(".")

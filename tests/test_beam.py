@@ -249,17 +249,17 @@ def test_topk_ordered_breaks_ties_by_index():
 
 
 def test_option_errors():
-    """SearchOptions checks itself once, when made, with the flags' names (the same words as
-    nmtkit-translate's errors)."""
-    with pytest.raises(NmtkitError, match=r"^--nbest must be between 1 and --beam \(2\), got 3$"):
+    """SearchOptions checks itself once, when made, in the words of nmtkit-translate's option
+    errors (nmtkit.utils.checks)."""
+    with pytest.raises(NmtkitError, match=r"^--nbest must be <= --beam \(2\), got 3$"):
         SearchOptions(beam=2, nbest=3)
-    with pytest.raises(NmtkitError, match=r"^--beam must be at least 1, got 0$"):
+    with pytest.raises(NmtkitError, match=r"^--beam must be >= 1, got 0$"):
         SearchOptions(beam=0)
-    with pytest.raises(NmtkitError, match=r"^--lenpen-form must be one of fairseq, gnmt, got 'average'$"):
+    with pytest.raises(NmtkitError, match=r"^--lenpen-form must be one of fairseq, gnmt; got 'average'$"):
         SearchOptions(lenpen_form="average")
     with pytest.raises(NmtkitError, match=r"^--lenpen must be a finite number, got nan$"):
         SearchOptions(lenpen=float("nan"))
-    with pytest.raises(NmtkitError, match=r"^--min-len must not be negative, got -1$"):
+    with pytest.raises(NmtkitError, match=r"^--min-len must be >= 0, got -1$"):
         SearchOptions(min_len=-1)
 
 

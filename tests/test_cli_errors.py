@@ -66,6 +66,28 @@ def test_numbers_out_of_range_are_a_one_line_usage_error(name, lead, opt, value)
     assert line.startswith(f"nmtkit-{name}: error: ") and opt in line and value in line, line
 
 
+#: Model options out of range: refused once, by the model's Config.validate() in its words (exit 1), before
+#: DATA is even looked at; a value that is not of the option's type stays click's usage error (above).
+BAD_MODEL_VALUES = [
+    ("--dropout", "1", "dropout must be in [0, 1), got 1.0"), ("--dropout", "-0.1", "dropout must be in [0, 1), got -0.1"),
+    ("--layers", "0", "layers must be >= 1, got 0"), ("--hidden-size", "0", "hidden_size must be >= 1, got 0"),
+    ("--embed-dim", "-2", "embed_dim must be >= 1, got -2"), ("--window", "0", "window must be >= 1, got 0"),
+    ("--init-scale", "-0.1", "init_scale must be >= 0, got -0.1"), ("--init", "xavier", "init must be one of uniform, bahdanau"),
+    ("--dropout-output", "1", "dropout_output must be < 1"),
+    ("--maxout-size", "0", "maxout_size must be >= 1, got 0", "rnnsearch_tiny"),
+    ("--attention-dim", "0", "attention_dim must be >= 1, got 0", "rnnsearch_tiny"),
+    ("--cell", "rnn", "cell must be one of lstm, gru; got 'rnn'", "rnnencdec_tiny"),
+]
+
+
+@pytest.mark.parametrize("opt,value,message,arch", [(*b, "luong_tiny")[:4] for b in BAD_MODEL_VALUES],
+                         ids=[f"{b[0]}={b[1]}" for b in BAD_MODEL_VALUES])
+def test_model_values_out_of_range_are_the_configs_one_line_error(opt, value, message, arch, tmp_path):
+    res = CliRunner().invoke(train, [str(tmp_path / "no-data"), "--arch", arch, opt, value])
+    assert res.exit_code == 1, res.output
+    assert one_line(res.output).startswith(f"nmtkit-train: error: {message}"), res.output
+
+
 def test_the_same_through_the_nmtkit_group():
     res = CliRunner().invoke(cli, ["translate", "--path", "x.pt", "--batch-size", "0"])
     assert res.exit_code == 2
@@ -366,3 +388,63 @@ def test_translate_drops_a_bom_on_stdin_and_in_files(random_ckpt, tmp_path):
     from_file = CliRunner().invoke(translate, [*args, "--input", str(f)])
     assert plain.exit_code == bom.exit_code == from_file.exit_code == 0
     assert plain.stdout == bom.stdout == from_file.stdout and "\ufeff" not in bom.stdout
+
+
+# -- options shared by several commands: one declaration, one help text, one message -----------------
+SHARED_OPTIONS = ("--device", "--threads", "--amp", "--batch-size", "--max-tokens")
+
+
+@pytest.mark.parametrize("flag", SHARED_OPTIONS)
+def test_shared_options_have_one_help_text_in_every_command(flag):
+    helps = {name: p.help for name, cmd in COMMANDS.items() for p in cmd.params if flag in getattr(p, "opts", ())}
+    assert len(helps) >= 2, helps
+    assert len(set(helps.values())) == 1, helps
+
+
+@pytest.mark.parametrize("opt,value", [("--batch-size", "0"), ("--batch-size", "many"), ("--amp", "fp8"),
+                                       ("--device", "gpu")])
+def test_the_same_bad_value_reads_the_same_in_translate_score_and_align(opt, value, tmp_path):
+    from conftest import make_checkpoint
+
+    ckpt = str(make_checkpoint(tmp_path / "m.pt"))
+    text = tmp_path / "t.txt"
+    text.write_text("the cat\n", encoding="utf-8")
+    pair = ["--source", str(text), "--target", str(text)]
+    commands = {"translate": (translate, ["--path", ckpt]), "score": (score, ["--path", ckpt, *pair]),
+                "align": (align, ["--path", ckpt, *pair])}
+    messages = {}
+    for name, (cmd, lead) in commands.items():
+        res = CliRunner().invoke(cmd, [*lead, opt, value], input="the cat\n")
+        line = one_line(res.output)
+        assert line.startswith(f"nmtkit-{name}: error: "), line
+        messages[name] = (res.exit_code, line.split(": error: ", 1)[1])
+    assert len(set(messages.values())) == 1, messages
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--beam", "0"], "--beam must be >= 1, got 0"),
+    (["--nbest", "0"], "--nbest must be >= 1, got 0"),
+    (["--min-len", "-1"], "--min-len must be >= 0, got -1"),
+    (["--lenpen-form", "gnu"], "--lenpen-form must be one of fairseq, gnmt; got 'gnu'"),
+])
+def test_search_values_read_the_same_from_click_and_from_the_library(args, message):
+    """click refuses them when parsing (exit 2); the library, for Python callers, in the same words."""
+    from nmtkit.errors import NmtkitError
+    from nmtkit.generate.search_options import SearchOptions
+
+    res = CliRunner().invoke(translate, ["--path", "x.pt", *args])
+    assert res.exit_code == 2 and one_line(res.output) == f"nmtkit-translate: error: {message} (see --help)"
+    name, value = args[0][2:].replace("-", "_"), args[1]
+    with pytest.raises(NmtkitError) as exc:
+        SearchOptions(**{name: type(getattr(SearchOptions, name))(value)})
+    assert str(exc.value) == message
+
+
+def test_search_defaults_are_the_librarys():
+    import dataclasses
+
+    from nmtkit.generate.translator import SearchOptions
+
+    ctx = translate.make_context("translate", ["--path", "x.pt"])
+    for f in dataclasses.fields(SearchOptions):
+        assert ctx.params[f.name] == f.default, f.name

@@ -74,7 +74,7 @@ def test_library_translation_equals_the_command_line(in_ckpt_dir):
 def test_translator_options_are_checked_before_loading(tmp_path):
     from nmtkit import NmtkitError, Translator
 
-    with pytest.raises(NmtkitError, match="--nbest must be between 1 and --beam"):
+    with pytest.raises(NmtkitError, match=r"--nbest must be <= --beam \(2\), got 3"):
         Translator.from_checkpoint(tmp_path / "missing.pt", beam=2, nbest=3)
     with pytest.raises(NmtkitError, match="missing.pt"):
         Translator.from_checkpoint(tmp_path / "missing.pt")

@@ -108,7 +108,8 @@ def test_option_values_are_converted_or_rejected() -> None:
     "arch,overrides,reason",
     [
         ("luong_t1_base", {"input_feeding": True}, "input_feeding needs attention"),
-        ("luong_small", {"attention": "local-p", "window": 0}, "window >= 1"),
+        ("luong_small", {"attention": "local-p", "window": 0}, "window must be >= 1, got 0"),
+        ("luong_small", {"attention": "global", "window": 0}, "window must be >= 1, got 0"),
         ("luong_small", {"score": "bilinear"}, "score must be one of dot, general, concat, location"),
         ("luong_small", {"attention": "local"}, "attention must be one of"),
         ("luong_small", {"score": "location", "max_source_positions": 0}, "max_source_positions >= 1"),
@@ -221,3 +222,71 @@ def test_build_model_from_checkpoint_dict_round_trips() -> None:
 def test_a_model_missing_part_of_the_contract_cannot_be_built() -> None:
     with pytest.raises(TypeError, match="abstract"):
         Dummy(DummyConfig(), None, None)
+
+
+# -- model options: the union that nmtkit-train makes its flags from -----------------------------------
+def _flags(r: Registry) -> dict[str, object]:
+    import click
+
+    from nmtkit.cli.model_options import model_options
+
+    cmd = click.command()(model_options(r)(lambda **kw: None))
+    return {o: p for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+
+
+def test_a_new_config_field_is_a_new_flag_with_its_help_and_choices(reg: Registry) -> None:
+    from dataclasses import field
+
+    from nmtkit.models.common import option
+
+    before = _flags(reg)
+    assert "--width" in before and "--mode" in before and "--hidden-size" in before and "--depth" not in before
+
+    @dataclass
+    class DeeperConfig(DummyConfig):
+        depth: int = option(2, "How deep.")
+        shade: str = option("dark", "Which shade.", choices=("dark", "light"))
+        tidy: bool = option(False, "Tidy up.")
+        secret: int = option(0, "Only --model-opt sets this.", flag=False)
+        plain: float = field(default=0.5)
+
+    class Deeper(Seq2SeqModel):
+        Config = DeeperConfig
+
+    reg.register_model("deeper")(Deeper)
+    after = _flags(reg)
+    assert after["--depth"].help == "deeper: How deep." and after["--depth"].default is None
+    assert after["--shade"].metavar == "dark|light"
+    assert after["--tidy"] is after["--no-tidy"] and after["--tidy"].default is None
+    assert "--plain" in after and "--secret" not in after
+    opts = reg.model_options()
+    assert opts["width"].models == ("dummy", "deeper") and opts["secret"].flag is False
+
+
+def test_a_field_with_two_types_in_two_models_is_refused(reg: Registry) -> None:
+    @dataclass
+    class OtherConfig(BaseConfig):
+        width: str = "wide"
+
+    class Other(Seq2SeqModel):
+        Config = OtherConfig
+
+    reg.register_model("other")(Other)
+    with pytest.raises(TypeError, match="width is int in dummy but str in other"):
+        reg.model_options()
+
+
+def test_every_built_in_model_option_has_help() -> None:
+    from nmtkit.models.registry import model_options
+
+    missing = [o.name for o in model_options().values() if not o.help]
+    assert not missing, f"model options without help (give them nmtkit.models.common.option(...)): {missing}"
+
+
+def test_pop_model_overrides_takes_flags_and_model_opts() -> None:
+    from nmtkit.cli.model_options import pop_model_overrides
+
+    kw = {"hidden_size": 8, "attention": None, "model_opt": ("window=3", "cell=gru"), "lr": 0.1}
+    out = pop_model_overrides(kw)
+    assert out["hidden_size"] == 8 and out["attention"] is None and out["window"] == 3 and out["cell"] == "gru"
+    assert kw == {"lr": 0.1}

@@ -275,3 +275,45 @@ def test_an_unknown_device_is_a_one_line_error(data_dir, tmp_path):
     assert res.exit_code == 1
     assert "--device 'gpu': expected auto, cpu or cuda[:N]" in res.output
     assert "Traceback" not in res.output
+
+
+# -- model flags derived from the Config dataclasses -------------------------------------------------
+def test_every_config_field_of_every_model_is_a_flag_in_the_help():
+    import dataclasses
+
+    from nmtkit.models import get_model_class, list_models
+
+    from nmtkit.models.registry import field_metadata
+
+    text = CliRunner().invoke(train, ["--help"], terminal_width=200).output
+    for model in list_models():
+        config = get_model_class(model).Config
+        for field in dataclasses.fields(config):
+            if not field_metadata(config, field.name).get("flag", True):
+                continue  # declared --model-opt only
+            flag = "--" + field.name.replace("_", "-")
+            assert f"{flag} " in text or f"{flag}\n" in text, f"{model}.{field.name}: no {flag} in nmtkit-train --help"
+
+
+def test_todays_model_flags_keep_working():
+    """The names nmtkit-train had before its flags were derived; bools also take --no-X."""
+    args = ["data", "--hidden-size", "8", "--no-input-feeding", "--attention", "local-p", "--score", "dot",
+            "--encoder-bidirectional", "--share-decoder-input-output-embed", "--init", "bahdanau", "--cell", "gru",
+            "--dropout-embed", "0.1", "--alignment-head", "--model-opt", "window=4"]
+    ctx = train.make_context("train", args)
+    p = ctx.params
+    assert (p["hidden_size"], p["input_feeding"], p["attention"], p["score"]) == (8, False, "local-p", "dot")
+    assert p["encoder_bidirectional"] is True and p["share_decoder_input_output_embed"] is True
+    assert (p["init"], p["cell"], p["dropout_embed"], p["alignment_head"]) == ("bahdanau", "gru", 0.1, True)
+    assert p["model_opt"] == ("window=4",) and p["layers"] is None and p["source_reversal"] is None  # unset: preset
+
+
+def test_choices_in_the_help_come_from_the_model_modules():
+    from nmtkit.models.attention import ATTENTION_TYPES, SCORE_FUNCTIONS
+    from nmtkit.models.common import INIT_SCHEMES
+    from nmtkit.models.rnnencdec import CELLS
+
+    text = CliRunner().invoke(train, ["--help"], terminal_width=200).output
+    for flag, choices in [("--attention", ATTENTION_TYPES), ("--score", SCORE_FUNCTIONS), ("--init", INIT_SCHEMES),
+                          ("--cell", CELLS)]:
+        assert f"{flag} {'|'.join(choices)}" in text

@@ -35,10 +35,9 @@ from typing import Any, Optional
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_options, handle_errors, set_threads
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
-from nmtkit.utils.amp import AMP_CHOICES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
 PROG = "nmtkit-align"
@@ -129,15 +128,12 @@ def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) ->
 def run_align(o: dict[str, Any]) -> None:
     """Everything the command does, given its options as a dictionary: the library aligns
     (:class:`nmtkit.generate.aligner.Aligner`), this writes and prints."""
-    import torch
-
     from nmtkit.generate.aligner import Aligner, read_gold_links, score_alignments
     from nmtkit.evaluate.alignment_io import format_pharaoh
     from nmtkit.utils.textio import atomic_write, read_lines
 
     _check_options(o)
-    if o["threads"]:
-        torch.set_num_threads(o["threads"])
+    set_threads(o["threads"])
     aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                       align_shift=o["align_shift"], batch_size=o["batch_size"],
                                       max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],
@@ -235,14 +231,8 @@ def run_align(o: dict[str, Any]) -> None:
                    "'source target']")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the scores as JSON on stdout (alignments then go only to --output).")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
-              help="Sentences per batch (pairs are sorted by length first).")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None,
-              help="Also bound sentences x longest side per batch.")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda[:N].")
-@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
-              help="Forced decoding in mixed precision: bf16 on CUDA or a CPU with AVX512_BF16/AMX; auto: float32 on CPU.")
-@click.option("--threads", type=click.IntRange(min=0), default=0, show_default=True, help="CPU threads (0: torch default).")
+@batching_options(default_batch_size=64)
+@device_options()
 @handle_errors(PROG)
 def command(**options: Any) -> None:
     """Word-align parallel text with a trained attention model (forced decoding).

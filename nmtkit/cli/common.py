@@ -8,18 +8,20 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import click
 
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.amp import AMP_CHOICES
+from nmtkit.utils.checks import at_least_message, one_of_message
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
 from nmtkit.utils.stdio import STDOUT_NAME, use_utf8_stdio
 
 __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
-           "SEED"]
+           "SEED", "AtLeast", "OneOf", "device_options", "batching_options", "search_options", "set_threads"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
@@ -42,6 +44,39 @@ class FiniteFloat(click.FloatRange):
         if out is not None and not math.isfinite(out):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return out
+
+    def _describe_range(self) -> str:
+        """No ``[x<=None]`` in ``--help`` for a float without bounds."""
+        return "" if self.min is None and self.max is None else super()._describe_range()
+
+
+def _flag_name(param: Any) -> str:
+    opts = getattr(param, "opts", None) or [getattr(param, "name", "value")]
+    return next((o for o in opts if o.startswith("--")), opts[0])
+
+
+class AtLeast(click.IntRange):
+    """An int option ``>= low`` refused in the library's words (:mod:`nmtkit.utils.checks`), for
+    options the library checks too: ``--beam 0`` reads the same from the command line and from Python."""
+
+    def __init__(self, low: int) -> None:
+        super().__init__(min=low)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        out = click.INT.convert(value, param, ctx)  # not a number: click's own message
+        if out < self.min:
+            raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
+        return out
+
+
+class OneOf(click.Choice):
+    """A choice refused in the library's words (:func:`nmtkit.utils.checks.one_of_message`)."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            raise click.UsageError(one_of_message(_flag_name(param), value, self.choices), ctx) from None
 
 
 #: ``--seed``: what ``torch.manual_seed`` accepts (a larger one was an overflow traceback).
@@ -161,3 +196,77 @@ class NmtkitCommand(click.Command):
         except click.UsageError as exc:
             raise OneLineUsageError(exc.format_message(), f"nmtkit-{self.name}", exc.ctx) from None
 
+
+
+# -- option groups shared by several commands: one declaration, one help text each -------------------
+Decorator = Callable[[Callable], Callable]
+
+
+def _stack(*options: Decorator) -> Decorator:
+    """Apply click options so that ``--help`` lists them in the order given."""
+
+    def deco(fn: Callable) -> Callable:
+        for opt in reversed(options):
+            fn = opt(fn)
+        return fn
+
+    return deco
+
+
+def device_options(*, threads: bool = True) -> Decorator:
+    """``--device``, ``--amp`` and (unless ``threads=False``) ``--threads``."""
+    opts = [
+        click.option("--device", default="auto", show_default=True,
+                     help="auto|cpu|cuda[:N] (auto takes a GPU when present)."),
+        click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
+                     help="Mixed precision: bf16 on CUDA or on a CPU with AVX512_BF16/AMX (weights and checkpoints "
+                          "stay float32); fp16 on CUDA; auto: bf16/fp16 on CUDA, float32 on CPU."),
+    ]
+    if threads:
+        opts.append(click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0),
+                                 help="CPU threads (0: torch default)."))
+    return _stack(*opts)
+
+
+def set_threads(threads: int) -> None:
+    """``--threads N``: N > 0 sets torch's intra-op threads; 0 leaves torch's default."""
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def batching_options(*, default_batch_size: Optional[int], max_tokens: bool = True,
+                     max_tokens_default: Optional[str] = None) -> Decorator:
+    """``--batch-size`` (its default per command) and ``--max-tokens`` (unless ``max_tokens=False``;
+    ``max_tokens_default``: how ``--help`` shows a default the command fills in itself)."""
+    opts = [click.option("--batch-size", default=default_batch_size, show_default=default_batch_size is not None,
+                         type=click.IntRange(min=1), help="Sentences per batch.")]
+    if max_tokens:
+        opts.append(click.option("--max-tokens", type=click.IntRange(min=1), show_default=max_tokens_default or False,
+                                 help="At most this many padded tokens per batch (sentences x longest sentence)."))
+    return _stack(*opts)
+
+
+def search_options() -> Decorator:
+    """Beam search's options, their defaults read from the library's one ``SearchOptions``."""
+    import dataclasses
+
+    from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
+
+    d = {f.name: f.default for f in dataclasses.fields(SearchOptions)}
+    return _stack(
+        click.option("--beam", default=d["beam"], show_default=True, type=AtLeast(1), help="Beam size (1: greedy)."),
+        click.option("--nbest", default=d["nbest"], show_default=True, type=AtLeast(1),
+                     help="Hypotheses per sentence (<= beam)."),
+        click.option("--lenpen", default=d["lenpen"], show_default=True, type=FiniteFloat(), help="Length penalty alpha."),
+        click.option("--lenpen-form", type=OneOf(LENPEN_FORMS), default=d["lenpen_form"], show_default=True,
+                     help="fairseq: score/len^a; gnmt: score/((5+len)/6)^a."),
+        click.option("--max-len-a", default=d["max_len_a"], show_default=True, type=FiniteFloat(min=0),
+                     help="Max output length = a * source length + b."),
+        click.option("--max-len-b", default=d["max_len_b"], show_default=True, type=click.IntRange(min=0)),
+        click.option("--min-len", default=d["min_len"], show_default=True, type=AtLeast(0),
+                     help="Minimum output tokens before </s>."),
+        click.option("--unkpen", default=d["unkpen"], show_default=True, type=FiniteFloat(),
+                     help="Subtracted from <unk> log-probabilities."),
+    )

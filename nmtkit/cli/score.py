@@ -26,12 +26,11 @@ from typing import Any, Sequence
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_options, handle_errors
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
 from nmtkit.evaluate.scoring import display_name as _display, score_files
-from nmtkit.utils.amp import AMP_CHOICES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
 PROG = "nmtkit-score"
@@ -220,11 +219,8 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
 @click.option("--split", default="test", show_default=True, help="Model scoring: split of --data to score.")
 @click.option("--source", default=None, metavar="FILE", help="Model scoring: raw source file (with --target).")
 @click.option("--target", default=None, metavar="FILE", help="Model scoring: raw reference file (with --source).")
-@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1),
-              help="Model scoring: sentences per batch.")
-@click.option("--device", default="auto", show_default=True, help="Model scoring: auto, cpu or cuda[:N].")
-@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
-              help="Model scoring in mixed precision: bf16 on CUDA or a CPU with AVX512_BF16/AMX; auto: float32 on CPU.")
+@batching_options(default_batch_size=32, max_tokens=False)
+@device_options(threads=False)
 @handle_errors(PROG)
 def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str | None, tokenized: bool,
             lowercase: bool, sentence_level: bool, by_length: bool, src_file: str | None, buckets: str | None,

@@ -5,21 +5,15 @@ import sys
 
 import click
 
-from nmtkit.cli.common import SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, console, handle_errors, parse_device
-from nmtkit.errors import NmtkitError
+from nmtkit.cli.common import (SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
+                               device_options, handle_errors, parse_device)
+from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.signals import handles_sigterm
-from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-train"
 
 _ALL_ARCHS = "\0all"  # --list-archs without a NAME
-
-#: Model options with their own flag (any other option: --model-opt KEY=VALUE).
-MODEL_FLAGS = ("embed_dim", "hidden_size", "layers", "dropout", "attention", "score", "input_feeding",
-               "source_reversal", "window", "init_scale", "cell", "maxout_size", "attention_dim",
-               "encoder_bidirectional", "share_decoder_input_output_embed", "share_all_embeddings",
-               "dropout_embed", "dropout_hidden", "dropout_output", "init", "alignment_head")
 
 
 def _short(text: str, limit: int) -> str:
@@ -61,21 +55,6 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
     ctx.exit(0)
 
 
-def parse_model_opts(pairs: tuple[str, ...]) -> dict:
-    import json
-
-    out = {}
-    for item in pairs:
-        if "=" not in item:
-            raise NmtkitError(f"--model-opt expects KEY=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        try:
-            out[key.replace("-", "_")] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key.replace("-", "_")] = value
-    return out
-
-
 @click.command("train", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("data", type=click.Path())
 @click.option("--list-archs", is_flag=False, flag_value=_ALL_ARCHS, default=None, metavar="[NAME]", expose_value=False,
@@ -83,8 +62,7 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
               help="Print every preset, one line each, and exit; with NAME, that preset's full settings.")
 @click.option("--arch", "-a", default="luong_tiny", show_default=True, help="Architecture preset (see --list-archs).")
 @click.option("--save-dir", default="checkpoints", show_default=True, type=click.Path(file_okay=False))
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Batch by padded token budget.")
-@click.option("--batch-size", type=click.IntRange(min=1), help="Batch by number of sentences (the papers use 128 or 80).")
+@batching_options(default_batch_size=None, max_tokens_default="4000 without --batch-size")
 @click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")
 @click.option("--max-update", default=0, show_default=True, type=click.IntRange(min=0), help="Stop after this many updates (0: no limit).")
 @click.option("--stop-time-hours", default=0.0, show_default=True, type=FiniteFloat(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time in this run (0: no limit).")
@@ -122,38 +100,12 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict:
 @click.option("--log-interval", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--train-subset", default="train", show_default=True)
 @click.option("--valid-subset", default="valid", show_default=True)
-@click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda[:N] (auto takes a GPU when present).")
-@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
-              help="Mixed precision: bf16 on CUDA or on a CPU with AVX512_BF16/AMX (weights and checkpoints stay float32); fp16 on CUDA; auto: bf16/fp16 on CUDA, float32 on CPU.")
-@click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
+@device_options()
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
 @click.option("--reset-optimizer", is_flag=True, help="Resume with a fresh optimizer (allows another --optimizer).")
 @click.option("--reset-lr-scheduler", is_flag=True, help="Resume with a fresh lr schedule, lr back at --lr (allows another --lr-schedule).")
 @click.option("--reset-dataloader", is_flag=True, help="Resume at the first batch of the current epoch (allows other batching, --seed or data).")
-@click.option("--embed-dim", type=click.IntRange(min=1))
-@click.option("--hidden-size", type=click.IntRange(min=1))
-@click.option("--layers", type=click.IntRange(min=1))
-@click.option("--dropout", type=FiniteFloat(0, 1, max_open=True))
-@click.option("--attention", type=str, help="luong: none|global|local-m|local-p")
-@click.option("--score", type=str, help="luong: dot|general|concat|location")
-@click.option("--input-feeding/--no-input-feeding", default=None)
-@click.option("--source-reversal/--no-source-reversal", default=None)
-@click.option("--window", type=click.IntRange(min=1), help="Local attention half-width D.")
-@click.option("--init-scale", type=FiniteFloat(min=0), help="Uniform init range [-x, x] (0: torch default).")
-@click.option("--cell", type=str, help="rnnencdec: lstm|gru")
-@click.option("--maxout-size", type=click.IntRange(min=1))
-@click.option("--attention-dim", type=click.IntRange(min=1))
-@click.option("--alignment-head/--no-alignment-head", default=None,
-              help="rnnsearch: an extra attention that also sees the target word it aligns, trained only by "
-                   "--guided-alignment-weight; nmtkit-align reads it (the decoder's attention cannot know that word).")
-@click.option("--encoder-bidirectional/--no-encoder-bidirectional", default=None, help="luong: bidirectional encoder with a learned bridge.")
-@click.option("--share-decoder-input-output-embed", is_flag=True, default=None, help="Tie the output layer to the target embeddings.")
-@click.option("--share-all-embeddings", is_flag=True, default=None, help="One embedding matrix for source, target and output (joined dictionary).")
-@click.option("--dropout-embed", type=FiniteFloat(0, 1, max_open=True), help="Dropout on embeddings (default: --dropout).")
-@click.option("--dropout-hidden", type=FiniteFloat(0, 1, max_open=True), help="Dropout between stacked layers (default: --dropout).")
-@click.option("--dropout-output", type=FiniteFloat(0, 1, max_open=True), help="Dropout before the output layer (default: --dropout).")
-@click.option("--init", type=click.Choice(["uniform", "bahdanau"]), help="uniform: U(-init_scale, init_scale); bahdanau: appendix B.1 of Bahdanau et al.")
-@click.option("--model-opt", multiple=True, help="Any other model option, KEY=VALUE (repeatable).")
+@model_options()
 @handle_errors(PROG)
 @handles_sigterm
 def command(data: str, **kw) -> None:  # noqa: ANN003
@@ -164,16 +116,17 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     from nmtkit.train.trainer import StopTraining, Trainer
 
     from nmtkit.data.dataset import is_data_dir
+    from nmtkit.models import registry
 
     if is_data_dir(data):  # else the trainer says what DATA is not, before it writes anything
         refuse_outputs_over_inputs([("--save-dir", kw["save_dir"])], [("DATA", data)])
     resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
-    overrides = {k: kw.pop(k) for k in MODEL_FLAGS}
-    overrides.update(parse_model_opts(kw.pop("model_opt")))
+    overrides = pop_model_overrides(kw)
     kw["keep_epoch_checkpoints"] = not kw.pop("no_epoch_checkpoints")
     if kw["max_tokens"] is None and kw["batch_size"] is None:
         kw["max_tokens"] = 4000
     opt = resolve_train_options(data, kw)
+    registry.resolve_config(opt.arch, overrides)  # the model options' one check (Config.validate), before any data is read
     parse_device(opt.device)  # a bad --device fails before any data is read
     dist = distmod.init_distributed("cuda" if opt.device.startswith("cuda") or (opt.device == "auto" and _cuda()) else "cpu")
     lock = SaveDirLock(opt.save_dir, warn=lambda m: console.print(f"[yellow]warning:[/yellow] {m}"), enabled=dist.is_main)

@@ -16,12 +16,11 @@ from typing import Optional
 
 import click
 
-from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_options, handle_errors, search_options, set_threads
 from nmtkit.errors import InputError
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, is_stdio, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
-from nmtkit.utils.amp import AMP_CHOICES
 
 PROG = "nmtkit-translate"
 COPY = "\0copy"  # --replace-unk without a dictionary
@@ -32,15 +31,7 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--input", "input_path", type=click.Path(dir_okay=False), help="Read this file instead of stdin ('-': stdin).")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write here (atomically; '-': stdout) instead of stdout.")
 @click.option("--data", type=click.Path(file_okay=False), help="Use this data dir's tokenizer/BPE (its dictionaries must match).")
-@click.option("--beam", default=5, show_default=True, type=click.IntRange(min=1), help="Beam size (1: greedy).")
-@click.option("--nbest", default=1, show_default=True, type=click.IntRange(min=1), help="Hypotheses per sentence (<= beam).")
-@click.option("--lenpen", default=1.0, show_default=True, type=FiniteFloat(), help="Length penalty alpha.")
-@click.option("--lenpen-form", type=click.Choice(["fairseq", "gnmt"]), default="fairseq", show_default=True,
-              help="fairseq: score/len^a; gnmt: score/((5+len)/6)^a.")
-@click.option("--max-len-a", default=1.5, show_default=True, type=FiniteFloat(min=0), help="Max output length = a * source length + b.")
-@click.option("--max-len-b", default=10, show_default=True, type=click.IntRange(min=0))
-@click.option("--min-len", default=1, show_default=True, type=click.IntRange(min=0))
-@click.option("--unkpen", default=0.0, show_default=True, type=FiniteFloat(), help="Subtracted from <unk> log-probabilities.")
+@search_options()
 @click.option("--replace-unk", is_flag=False, flag_value=COPY, default=None, metavar="[DICT]",
               help="Replace <unk> by the most-attended source word, translated by DICT ('source target' lines) if given, else copied.")
 @click.option("--unk-posterior", is_flag=True,
@@ -51,13 +42,9 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--align-shift", type=click.IntRange(0, 1), default=0, show_default=True, help="Take output word t's alignment from step t+shift.")
 @click.option("--verbose", "-v", is_flag=True, help="fairseq-style S-/H-/D-/P-/A- lines.")
 @click.option("--buffer-size", default=0, type=click.IntRange(min=0), help="Lines read before translating [1 on a terminal, else 2000].")
-@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Sentences per batch.")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Also cap padded source tokens per batch.")
+@batching_options(default_batch_size=64)
 @click.option("--max-source-len", type=click.IntRange(min=1), help="Truncate longer inputs (with a warning naming the line) [model limit or 400].")
-@click.option("--device", default="auto", show_default=True, help="auto|cpu|cuda[:N].")
-@click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
-              help="Mixed precision: bf16 on CUDA or on a CPU with AVX512_BF16/AMX (weights and checkpoints stay float32); fp16 on CUDA; auto: bf16/fp16 on CUDA, float32 on CPU.")
-@click.option("--threads", default=0, type=click.IntRange(min=0), help="CPU threads (0: torch default).")
+@device_options()
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
 @click.option("--quantize", type=click.Choice(["none", "int8"]), default="none", show_default=True,
               help="int8: dynamic int8 weights for the linear and recurrent layers (CPU only; faster, BLEU nearly unchanged).")
@@ -80,8 +67,7 @@ def command(**kw) -> None:  # noqa: ANN003
     from nmtkit.utils.progress import progress_bar
 
     check_streams(kw)
-    if kw["threads"] > 0:
-        torch.set_num_threads(kw["threads"])
+    set_threads(kw["threads"])
     want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
     replace_unk = {None: False, COPY: True}.get(kw["replace_unk"], kw["replace_unk"])
     translator = Translator.from_checkpoint(

@@ -10,17 +10,31 @@
 * :mod:`.word_alignment`: attention -> word-level Pharaoh links;
 * :mod:`.unk`: unknown-word replacement from attention;
 * :mod:`.quantize`, :mod:`.shortlist`: the CPU fast paths (int8 weights, vocabulary shortlists).
-"""
-from nmtkit.generate.beam import Hypothesis, SearchOptions, beam_search
-from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.generate.forced import ForcedResult, score_corpus, score_references
 
-__all__ = [
-    "EnsembleModel",
-    "ForcedResult",
-    "Hypothesis",
-    "SearchOptions",
-    "beam_search",
-    "score_corpus",
-    "score_references",
-]
+The names below are imported lazily (PEP 562), so a torch-free module of this package (such as
+:mod:`.search_options`, which the command line reads when it is defined) does not import torch.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> module that defines it
+_LAZY = {
+    "EnsembleModel": "nmtkit.generate.ensemble",
+    "ForcedResult": "nmtkit.generate.forced",
+    "Hypothesis": "nmtkit.generate.beam",
+    "SearchOptions": "nmtkit.generate.search_options",
+    "beam_search": "nmtkit.generate.beam",
+    "score_corpus": "nmtkit.generate.forced",
+    "score_references": "nmtkit.generate.forced",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nmtkit.generate' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

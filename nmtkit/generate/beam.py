@@ -41,8 +41,9 @@ from torch import Tensor
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
+from nmtkit.utils.checks import one_of_message
 
-LENPEN_FORMS = ("fairseq", "gnmt")
 _NEG_INF = float("-inf")
 
 
@@ -77,7 +78,7 @@ def length_penalty(length: int, lenpen: float, form: str) -> float:
         return float(length) ** lenpen
     if form == "gnmt":
         return ((5.0 + length) / 6.0) ** lenpen
-    raise NmtkitError(f"unknown length penalty form {form!r} (choose from {', '.join(LENPEN_FORMS)})")
+    raise NmtkitError(one_of_message("--lenpen-form", form, LENPEN_FORMS))
 
 
 def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -105,41 +106,6 @@ def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
         vals[rows] = sv[:, :k]
         idx[rows] = si[:, :k]
     return vals, idx
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """Every setting of the search, with its one default (``nmtkit-translate``'s flags, the
-    library, validation BLEU during training).  Checked once, when made: a bad value is a
-    one-line :class:`NmtkitError` naming the flag."""
-
-    beam: int = 5
-    nbest: int = 1
-    max_len_a: float = 1.5
-    max_len_b: int = 10
-    min_len: int = 1
-    lenpen: float = 1.0
-    lenpen_form: str = "fairseq"
-    unkpen: float = 0.0
-
-    def __post_init__(self) -> None:
-        import math
-
-        if self.beam < 1:
-            raise NmtkitError(f"--beam must be at least 1, got {self.beam}")
-        if not 1 <= self.nbest <= self.beam:
-            raise NmtkitError(f"--nbest must be between 1 and --beam ({self.beam}), got {self.nbest}")
-        if self.min_len < 0:
-            raise NmtkitError(f"--min-len must not be negative, got {self.min_len}")
-        if self.max_len_b < 0:
-            raise NmtkitError(f"--max-len-b must not be negative, got {self.max_len_b}")
-        for flag, value in (("--max-len-a", self.max_len_a), ("--lenpen", self.lenpen), ("--unkpen", self.unkpen)):
-            if not math.isfinite(value):
-                raise NmtkitError(f"{flag} must be a finite number, got {value}")
-        if self.max_len_a < 0:
-            raise NmtkitError(f"--max-len-a must not be negative, got {self.max_len_a}")
-        if self.lenpen_form not in LENPEN_FORMS:
-            raise NmtkitError(f"--lenpen-form must be one of {', '.join(LENPEN_FORMS)}, got {self.lenpen_form!r}")
 
 
 @torch.inference_mode()

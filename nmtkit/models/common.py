@@ -8,12 +8,28 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.checks import require, require_at_least, require_choice
+
+
+def option(default: Any, help: str, *, choices: Optional[tuple[str, ...]] = None, flag: bool = True) -> Any:
+    """A Config field with what ``nmtkit-train`` needs to make a flag of it (its help, its
+    choices), declared once where the option is (``nmtkit.cli.model_options`` reads it).
+
+    ``flag=False``: a model option that only ``--model-opt KEY=VALUE`` sets.  A subclass that
+    redeclares a field with a plain default keeps the help and choices declared here."""
+    meta = {"help": help, "flag": flag}
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+INIT_SCHEMES = ("uniform", "bahdanau")
 
 
 @dataclass
@@ -21,59 +37,41 @@ class BaseConfig:
     """Options every recurrent model has.  Sizes are per layer; ``layers`` is used by both
     the encoder and the decoder (the papers' models are symmetric)."""
 
-    embed_dim: int = 256
-    hidden_size: int = 256
-    layers: int = 1
-    dropout: float = 0.0
-    #: Dropout on the embedded inputs of encoder and decoder (negative: ``dropout``).
-    dropout_embed: float = -1.0
-    #: Dropout between stacked recurrent layers (negative: ``dropout``).
-    dropout_hidden: float = -1.0
-    #: Dropout on the state the output layer reads (h~_t, t_i; negative: ``dropout``).
-    dropout_output: float = -1.0
-    #: ``uniform``: every parameter from U(-init_scale, init_scale) (Luong et al.; 0 keeps
-    #: PyTorch's defaults); ``bahdanau``: Bahdanau et al.'s appendix B.1 scheme.
-    init: str = "uniform"
-    init_scale: float = 0.1
-    #: Feed the encoder each source sentence backwards (Sutskever et al. 2014); the
-    #: sentence-final ``</s>`` stays last.  Undone before anything leaves the model.
-    source_reversal: bool = False
-    #: Tie the output layer's weights to the decoder's input embeddings (Press & Wolf 2017).
-    share_decoder_input_output_embed: bool = False
-    #: One embedding matrix for source, target and output (needs a joined dictionary).
-    share_all_embeddings: bool = False
+    embed_dim: int = option(256, "Embedding size.")
+    hidden_size: int = option(256, "Recurrent units per layer.")
+    layers: int = option(1, "Stacked recurrent layers (encoder and decoder).")
+    dropout: float = option(0.0, "Dropout rate in [0, 1).")
+    dropout_embed: float = option(-1.0, "Dropout on the embedded inputs of encoder and decoder (negative: --dropout).")
+    dropout_hidden: float = option(-1.0, "Dropout between stacked recurrent layers (negative: --dropout).")
+    dropout_output: float = option(-1.0, "Dropout on the state the output layer reads (negative: --dropout).")
+    init: str = option("uniform", "uniform: every parameter from U(-init_scale, init_scale); bahdanau: "
+                       "appendix B.1 of Bahdanau et al.", choices=INIT_SCHEMES)
+    init_scale: float = option(0.1, "Uniform init range [-x, x] (0: PyTorch's defaults).")
+    source_reversal: bool = option(False, "Feed the encoder each source sentence backwards (Sutskever et al. "
+                                   "2014); the sentence-final </s> stays last.")
+    share_decoder_input_output_embed: bool = option(False, "Tie the output layer to the target embeddings "
+                                                    "(Press & Wolf 2017).")
+    share_all_embeddings: bool = option(False, "One embedding matrix for source, target and output "
+                                        "(joined dictionary).")
 
     def validate(self) -> None:
-        """Raise :class:`NmtkitError` naming the first contradictory or out-of-range option."""
-        require(self.embed_dim >= 1, f"embed_dim must be >= 1, got {self.embed_dim}")
-        require(self.hidden_size >= 1, f"hidden_size must be >= 1, got {self.hidden_size}")
-        require(self.layers >= 1, f"layers must be >= 1, got {self.layers}")
+        """Raise :class:`NmtkitError` naming the first contradictory or out-of-range option
+        (the one check of a model option's value, also for the command line's flags)."""
+        require_at_least("embed_dim", self.embed_dim, 1)
+        require_at_least("hidden_size", self.hidden_size, 1)
+        require_at_least("layers", self.layers, 1)
         require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}")
         for name in ("dropout_embed", "dropout_hidden", "dropout_output"):
             value = getattr(self, name)
             require(value < 1.0, f"{name} must be < 1 (negative: same as dropout), got {value}")
         require_choice("init", self.init, INIT_SCHEMES)
-        require(self.init_scale >= 0.0, f"init_scale must be >= 0, got {self.init_scale}")
+        require_at_least("init_scale", self.init_scale, 0)
 
     def dropout_rate(self, where: str) -> float:
         """The dropout rate at ``where`` (embed | hidden | output): its own option when set
         (>= 0), else the shared ``dropout``."""
         value = getattr(self, f"dropout_{where}")
         return self.dropout if value < 0 else value
-
-
-INIT_SCHEMES = ("uniform", "bahdanau")
-
-
-def require(ok: bool, message: str) -> None:
-    """Raise a one-line :class:`NmtkitError` when an option check fails."""
-    if not ok:
-        raise NmtkitError(message)
-
-
-def require_choice(name: str, value: str, choices: Iterable[str]) -> None:
-    choices = tuple(choices)
-    require(value in choices, f"{name} must be one of {', '.join(choices)}; got {value!r}")
 
 
 # -- option values ------------------------------------------------------------------------

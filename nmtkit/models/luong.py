@@ -36,6 +36,8 @@ from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_p
 from nmtkit.models.common import (
     BaseConfig,
     batch_first,
+    option,
+    require_at_least,
     layers_first,
     lengths_to_mask,
     require,
@@ -56,17 +58,14 @@ class LuongConfig(BaseConfig):
     hidden_size: int = 256
     layers: int = 2
     dropout: float = 0.2
-    #: none | global | local-m | local-p
-    attention: str = "global"
-    #: dot | general | concat | location
-    score: str = "general"
-    input_feeding: bool = True
-    #: Half-width D of the local attention window [p_t - D, p_t + D].
-    window: int = 10
-    #: Positions the ``location`` score can address; source tokens beyond get zero weight.
-    max_source_positions: int = 100
-    #: Bidirectional encoder (hidden_size / 2 units per direction) with a learned bridge.
-    encoder_bidirectional: bool = False
+    attention: str = option("global", "Attention (none: the attention-free baseline).", choices=ATTENTION_TYPES)
+    score: str = option("general", "Attention score function.", choices=SCORE_FUNCTIONS)
+    input_feeding: bool = option(True, "Feed the previous attentional state h~_{t-1} to the decoder's first layer.")
+    window: int = option(10, "Half-width D of the local attention window [p_t - D, p_t + D].")
+    max_source_positions: int = option(100, "Source positions the location score can address; "
+                                       "source tokens beyond get zero weight.")
+    encoder_bidirectional: bool = option(False, "Bidirectional encoder (hidden_size / 2 units per direction) "
+                                         "with a learned bridge.")
 
     def validate(self) -> None:
         super().validate()
@@ -77,8 +76,7 @@ class LuongConfig(BaseConfig):
             "input_feeding needs attention (it feeds the attentional state h~_t); "
             "use attention global/local-m/local-p or input_feeding false",
         )
-        if self.attention in ("local-m", "local-p"):
-            require(self.window >= 1, f"local attention needs window >= 1, got {self.window}")
+        require_at_least("window", self.window, 1)
         if self.attention != "none" and self.score == "location":
             require(
                 self.max_source_positions >= 1,

@@ -15,7 +15,7 @@ the options the user left unset, with the same precedence.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import Seq2SeqModel
@@ -23,6 +23,8 @@ from nmtkit.models.common import coerce_option, init_uniform_, initialize_, opti
 
 __all__ = [
     "Registry",
+    "ModelOption",
+    "model_options",
     "register_model",
     "register_arch",
     "resolve_config",
@@ -38,6 +40,29 @@ __all__ = [
 ]
 
 ArchFn = Callable[[dict], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOption:
+    """One model option as the command line sees it: declared type, help, choices (if the
+    model module names them), whether it gets its own flag, and which models have it."""
+
+    name: str
+    type: type
+    help: str
+    choices: Optional[tuple[str, ...]]
+    flag: bool
+    models: tuple[str, ...]
+
+
+def field_metadata(config_cls: type, name: str) -> Mapping[str, Any]:
+    """The metadata of field ``name`` (``nmtkit.models.common.option``), from the nearest class in
+    the MRO that declares it with some: a subclass may redeclare a field only to change its default."""
+    for klass in config_cls.__mro__:
+        fields = {f.name: f for f in dataclasses.fields(klass)} if dataclasses.is_dataclass(klass) else {}
+        if name in fields and fields[name].metadata:
+            return fields[name].metadata
+    return {}
 
 
 class Registry:
@@ -103,6 +128,24 @@ class Registry:
 
     def list_models(self) -> list[str]:
         return sorted(self.models)
+
+    def model_options(self) -> dict[str, ModelOption]:
+        """Every option of every registered model's Config, by name (the union, in declaration
+        order): what ``nmtkit-train`` makes its model flags from, so a new field is a new flag."""
+        out: dict[str, ModelOption] = {}
+        for model_name, cls in self.models.items():
+            for name, typ in option_types(cls.Config).items():
+                meta = field_metadata(cls.Config, name)
+                seen = out.get(name)
+                if seen is None:
+                    out[name] = ModelOption(name, typ, meta.get("help", ""), meta.get("choices"),
+                                            meta.get("flag", True), (model_name,))
+                elif seen.type is not typ:
+                    raise TypeError(f"model option {name} is {seen.type.__name__} in {', '.join(seen.models)} "
+                                    f"but {getattr(typ, '__name__', typ)} in {model_name}")
+                else:
+                    out[name] = dataclasses.replace(seen, models=(*seen.models, model_name))
+        return out
 
     def arch_description(self, arch: str) -> str:
         """First line of the preset's docstring (empty when it has none)."""
@@ -192,6 +235,7 @@ build_model = REGISTRY.build_model
 config_from_dict = REGISTRY.config_from_dict
 list_archs = REGISTRY.list_archs
 list_models = REGISTRY.list_models
+model_options = REGISTRY.model_options
 arch_description = REGISTRY.arch_description
 train_defaults = REGISTRY.train_defaults
 get_model_class = REGISTRY.get_model_class

@@ -32,7 +32,9 @@ from nmtkit.models.common import (
     batch_first,
     layers_first,
     lengths_to_mask,
+    option,
     require,
+    require_at_least,
     require_choice,
     tie_embeddings,
 )
@@ -40,24 +42,24 @@ from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.registry import register_model
 
 
+#: Recurrent cells of the ``rnnencdec`` model.
+CELLS = ("lstm", "gru")
+
+
 @dataclass
 class RNNEncDecConfig(BaseConfig):
     """Options of the ``rnnencdec`` model."""
 
-    #: lstm | gru
-    cell: str = "lstm"
-    #: Concatenate the encoder summary to the decoder input at every step.
-    feed_context: bool = False
-    #: Bahdanau et al.'s RNNencdec decoder: s_0 = tanh(W_s c) and a maxout deep output
-    #: reading s_{i-1}, E y_{i-1} and c (implies feed_context).
-    bahdanau_decoder: bool = False
-    #: Units after maxout (l in the paper), with ``bahdanau_decoder``.
-    maxout_size: int = 500
+    cell: str = option("lstm", "Recurrent cell of encoder and decoder.", choices=CELLS)
+    feed_context: bool = option(False, "Concatenate the encoder summary to the decoder input at every step.")
+    bahdanau_decoder: bool = option(False, "Bahdanau et al.'s RNNencdec decoder: s_0 = tanh(W_s c) and a maxout "
+                                    "deep output reading s_{i-1}, E y_{i-1} and c (implies feed_context).")
+    maxout_size: int = option(500, "Units after maxout (l in the paper; in rnnencdec only with bahdanau_decoder).")
 
     def validate(self) -> None:
         super().validate()
-        require_choice("cell", self.cell, ("lstm", "gru"))
-        require(self.maxout_size >= 1, f"maxout_size must be >= 1, got {self.maxout_size}")
+        require_choice("cell", self.cell, CELLS)
+        require_at_least("maxout_size", self.maxout_size, 1)
         require(
             not self.bahdanau_decoder or self.cell == "gru",
             "bahdanau_decoder is Bahdanau et al.'s GRU decoder; use cell gru",

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from nmtkit.data.dictionary import EOS_ID, PAD_ID
 from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
-from nmtkit.models.common import BaseConfig, lengths_to_mask, require, rnn_step, tie_embeddings
+from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
@@ -46,18 +46,16 @@ class RNNSearchConfig(BaseConfig):
     hidden_size: int = 256
     layers: int = 1
     dropout: float = 0.0
-    #: Hidden units of the alignment model (n' in the paper).
-    attention_dim: int = 256
-    #: Units after maxout (l in the paper); the layer before pooling has twice as many.
-    maxout_size: int = 256
-    #: An extra attention that also sees the target word it aligns (see the module docstring);
-    #: trained only by the guided-alignment loss.
-    alignment_head: bool = False
+    attention_dim: int = option(256, "Hidden units of the alignment model (n' in the paper).")
+    maxout_size: int = option(256, "Units after maxout (l in the paper; in rnnencdec only with bahdanau_decoder).")
+    alignment_head: bool = option(False, "An extra attention that also sees the target word it aligns, trained "
+                                  "only by --guided-alignment-weight; nmtkit-align reads it (the decoder's "
+                                  "attention cannot know that word).")
 
     def validate(self) -> None:
         super().validate()
-        require(self.attention_dim >= 1, f"attention_dim must be >= 1, got {self.attention_dim}")
-        require(self.maxout_size >= 1, f"maxout_size must be >= 1, got {self.maxout_size}")
+        require_at_least("attention_dim", self.attention_dim, 1)
+        require_at_least("maxout_size", self.maxout_size, 1)
 
 
 @register_model("rnnsearch")

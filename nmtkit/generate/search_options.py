@@ -1,0 +1,50 @@
+"""The search's settings, with their one default and their one check.
+
+Why a module of its own, free of torch: ``nmtkit-translate``'s flags take their defaults from
+:class:`SearchOptions` when the command is defined, and ``--help`` must not wait for torch.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nmtkit.errors import NmtkitError
+from nmtkit.utils.checks import require_at_least, require_choice
+
+#: Length penalty forms (see :mod:`nmtkit.generate.beam`).
+LENPEN_FORMS = ("fairseq", "gnmt")
+
+
+def check_search_options(o: "SearchOptions") -> None:
+    """The library's one check of the search options, in the words the command line's option
+    types use too (:mod:`nmtkit.utils.checks`); every :class:`SearchOptions` runs it when made."""
+    require_at_least("--beam", o.beam, 1)
+    require_at_least("--nbest", o.nbest, 1)
+    if o.nbest > o.beam:
+        raise NmtkitError(f"--nbest must be <= --beam ({o.beam}), got {o.nbest}")
+    require_at_least("--min-len", o.min_len, 0)
+    require_at_least("--max-len-b", o.max_len_b, 0)
+    for flag, value in (("--max-len-a", o.max_len_a), ("--lenpen", o.lenpen), ("--unkpen", o.unkpen)):
+        if not math.isfinite(value):
+            raise NmtkitError(f"{flag} must be a finite number, got {value}")
+    require_at_least("--max-len-a", o.max_len_a, 0)
+    require_choice("--lenpen-form", o.lenpen_form, LENPEN_FORMS)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """Every setting of the search, with its one default (``nmtkit-translate``'s flags, the
+    library, validation BLEU during training).  Checked once, when made
+    (:func:`check_search_options`): a bad value is a one-line :class:`NmtkitError` naming the flag."""
+
+    beam: int = 5
+    nbest: int = 1
+    max_len_a: float = 1.5
+    max_len_b: int = 10
+    min_len: int = 1
+    lenpen: float = 1.0
+    lenpen_form: str = "fairseq"
+    unkpen: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_search_options(self)

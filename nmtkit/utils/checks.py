@@ -1,0 +1,37 @@
+"""The one wording of "this option's value is out of range", used by the library's checks and by
+the command line's option types alike.
+
+Why: a value click refuses when parsing (``--beam 0``) and the same value reaching the library
+from Python (``Translator.from_checkpoint(beam=0)``) must read the same, so neither words it
+on its own.  No click and no torch here: the library imports this.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+from nmtkit.errors import NmtkitError
+
+
+def at_least_message(name: str, value: object, low: float) -> str:
+    """``name must be >= low, got value`` (the models' Config checks read the same)."""
+    return f"{name} must be >= {low}, got {value}"
+
+
+def one_of_message(name: str, value: object, choices: Iterable[str]) -> str:
+    """``name must be one of a, b; got 'x'``."""
+    return f"{name} must be one of {', '.join(choices)}; got {value!r}"
+
+
+def require(ok: bool, message: str) -> None:
+    """Raise a one-line :class:`NmtkitError` when a check fails."""
+    if not ok:
+        raise NmtkitError(message)
+
+
+def require_at_least(name: str, value: float, low: float) -> None:
+    require(value >= low, at_least_message(name, value, low))
+
+
+def require_choice(name: str, value: str, choices: Iterable[str]) -> None:
+    choices = tuple(choices)
+    require(value in choices, one_of_message(name, value, choices))

@@ -75,3 +75,27 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path):
 def test_only_the_sample_command_uses_the_sample_generator():
     # the demo corpus generator is a tool, not part of the library
     assert _violations("", "nmtkit.sample", exempt=("nmtkit/sample/", "nmtkit/cli/sample.py")) == []
+
+
+@pytest.mark.parametrize("forbidden", ["nmtkit.generate", "nmtkit.checkpoint", "torch"])
+def test_evaluation_is_pure_metrics(forbidden):
+    # why: BLEU, chrF, TER, AER and the symmetrization of links are computed from text and links;
+    # loading models, reading checkpoints or touching tensors belongs to generation
+    assert _violations("evaluate", forbidden) == []
+
+
+@pytest.mark.parametrize("layer", ["nmtkit.generate", "nmtkit.evaluate", "nmtkit.train", "nmtkit.cli",
+                                   "nmtkit.checkpoint", "nmtkit.sample"])
+def test_models_import_nothing_above_themselves(layer):
+    # why: a model is what every layer above builds on; int8 and shortlists register their hooks
+    # with models/common.py from generate/quantize.py instead of being known here
+    assert _violations("models", layer) == []
+
+
+def test_only_the_bundle_and_training_load_checkpoints():
+    # why: one place turns checkpoint files into a ready model for inference (the bundle); the
+    # trainer resumes and averages its own.  Loading is anything of nmtkit.checkpoint that reads.
+    readers = ("load_checkpoint", "load_model", "build_model_from_checkpoint", "pipelines_from_checkpoint")
+    allowed = ("nmtkit/checkpoint.py", "nmtkit/generate/bundle.py", "nmtkit/train/")
+    found = [v for name in readers for v in _violations("", f"nmtkit.checkpoint.{name}", exempt=allowed)]
+    assert found == []

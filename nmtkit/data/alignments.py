@@ -35,6 +35,24 @@ ALIGN_SUFFIX = "align"
 WordLinks = list[tuple[int, int]]
 
 
+def file_blocks(origin: list[tuple[str, int]], paths: list[str]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each file's lines in ``origin``, the files having been read in this order.
+
+    Why from the ``(file, lineno)`` origins rather than "a block starts at line 1": a file that
+    contributed no line still gets its (empty) block, so later prefixes' ``.align`` files are
+    never read against another prefix's sentences; the same file given twice gives two blocks.
+    """
+    blocks, pos = [], 0
+    for path in paths:
+        end = pos
+        while end < len(origin) and origin[end] == (path, end - pos + 1):
+            end += 1
+        blocks.append((pos, end))
+        pos = end
+    assert pos == len(origin), "origins not in the order the files were read"
+    return blocks
+
+
 def read_alignfiles(prefixes: Sequence[str], src_word_counts: Sequence[Sequence[int]],
                     tgt_word_counts: Sequence[Sequence[int]]) -> list[WordLinks]:
     """``PREFIX.align`` for each prefix, concatenated: one sorted link list per line.

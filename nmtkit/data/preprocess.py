@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import multiprocessing as mp
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,14 +15,15 @@ from pathlib import Path
 from typing import Optional
 
 from nmtkit import __version__
-from nmtkit.data.alignments import ALIGN_SUFFIX, check_alignfile_option, piece_links, read_alignfiles, write_alignments
+from nmtkit.data.alignments import (ALIGN_SUFFIX, check_alignfile_option, file_blocks, piece_links, read_alignfiles,
+                                    write_alignments)
 from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
+from nmtkit.data.parallel_map import bpe_chunk, map_chunks, tokenize_chunk
 from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
-from nmtkit.utils.signals import default_signals_in_worker
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.textio import atomic_directory, check_parallel, check_replaceable, iter_lines
 
@@ -69,54 +69,7 @@ class SplitText:
     kept: Optional[list[int]] = None  # train: the line index of each pair the filters kept
 
 
-# -- reading and tokenizing ------------------------------------------------------------------
-_worker_pipe: Optional[TextPipeline] = None
-
-
-def _init_worker(pipe: TextPipeline) -> None:
-    global _worker_pipe
-    _worker_pipe = pipe
-
-
-def _init_pool_worker(pipe: TextPipeline) -> None:
-    """A forked worker: default SIGTERM and no SIGINT, so that the parent alone handles an
-    interrupt and the pool's terminate() ends the workers without tracebacks."""
-    default_signals_in_worker()
-    _init_worker(pipe)
-
-
-def _tokenize_chunk(lines: list[str]) -> list[list[str]]:
-    assert _worker_pipe is not None
-    return [_worker_pipe.tokenize(line) for line in lines]
-
-
-def _bpe_chunk(chunk: list[list[str]]) -> list[list[str]]:
-    assert _worker_pipe is not None
-    return [_worker_pipe.apply_bpe(toks) for toks in chunk]
-
-
-def _map(fn, pipe: TextPipeline, items: list, workers: int, progress, desc: str, chunk: int = 2000) -> list:  # noqa: ANN001
-    """Apply a chunk function over items with ``workers`` processes, showing lines/s."""
-    chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
-    task = progress.add_task(desc, total=len(items)) if progress is not None else None
-    out: list = []
-    if workers > 1 and len(chunks) > 1:
-        ctx = mp.get_context("fork")
-        with ctx.Pool(workers, initializer=_init_pool_worker, initargs=(pipe,)) as pool:
-            for res in pool.imap(fn, chunks):
-                out.extend(res)
-                if task is not None:
-                    progress.advance(task, len(res))
-    else:
-        _init_worker(pipe)
-        for c in chunks:
-            res = fn(c)
-            out.extend(res)
-            if task is not None:
-                progress.advance(task, len(res))
-    return out
-
-
+# -- reading ---------------------------------------------------------------------------------
 def read_split_files(prefixes: list[str], lang: str) -> tuple[list[str], list[tuple[str, int]]]:
     """Read ``{prefix}.{lang}`` for each prefix; returns lines and their (file, lineno) origins."""
     lines: list[str] = []
@@ -143,102 +96,25 @@ WRITER = "nmtkit-preprocess (no nmtkit meta.json)"
 
 # -- the job -----------------------------------------------------------------------------------
 def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN001
-    """Run the whole job; returns the meta dictionary written to ``meta.json``."""
+    """Run the whole job; returns the meta dictionary written to ``meta.json``.  Every input is
+    read and checked first, so that all input errors surface before any heavy work."""
+    align_prefs = _check_options(opt)
     src, tgt = opt.source_lang, opt.target_lang
-    if src == tgt:
-        raise NmtkitError("--source-lang and --target-lang must differ")
-    if not opt.trainpref and not (opt.srcdict and (opt.tgtdict or opt.joined_dictionary)):
-        raise NmtkitError("--trainpref is required unless --srcdict and --tgtdict are given")
-    if opt.bpe not in ("none", "subword-nmt"):
-        raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose subword-nmt or none)")
-    if opt.bpe_codes and opt.bpe != "subword-nmt":
-        raise NmtkitError("--bpe-codes needs --bpe subword-nmt")
-    if opt.bpe_codes and not Path(opt.bpe_codes).is_file():
-        raise InputError(opt.bpe_codes, None, "no such BPE codes file")
-    if opt.bpe_codes:
-        read_bpe_codes(opt.bpe_codes)  # bad UTF-8 or a line that is not a merge: now, naming the user's file
-    if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
-        raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
-    align_prefs = check_destdir(opt)
-    for given in (opt.srcdict, opt.tgtdict):
-        if given:
-            _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
     pipes = {lang: TextPipeline(lang=lang, tokenizer=opt.tokenizer, lowercase=opt.lowercase) for lang in (src, tgt)}
-
-    # 1. read every split first so that all input errors surface before any heavy work
-    jobs: list[tuple[str, list[str]]] = []
-    if opt.trainpref:
-        jobs.append(("train", opt.trainpref.split(",")))
-    for kind, pref in (("valid", opt.validpref), ("test", opt.testpref)):
-        if pref:
-            for name, p in zip(_split_names(kind, pref.split(",")), pref.split(",")):
-                jobs.append((name, [p]))
-    raw: dict[str, tuple[list[str], list[str], list[tuple[str, int]], list[tuple[str, int]]]] = {}
-    for name, prefs in jobs:
-        s_lines, s_org = read_split_files(prefs, src)
-        t_lines, t_org = read_split_files(prefs, tgt)
-        if len(s_lines) != len(t_lines):
-            check_parallel([",".join(f"{p}.{src}" for p in prefs), ",".join(f"{p}.{tgt}" for p in prefs)], [len(s_lines), len(t_lines)])
-        raw[name] = (s_lines, t_lines, s_org, t_org)
+    raw = _read_splits(opt)
     word_links = _read_alignfiles(align_prefs, opt.trainpref.split(","), src, raw["train"]) if align_prefs else None
-
     with atomic_directory(opt.destdir, overwrite=opt.overwrite, owned=is_data_dir, writer=WRITER) as out:
-        # 2. tokenize
-        splits: dict[str, SplitText] = {}
-        for name, (s_lines, t_lines, s_org, t_org) in raw.items():
-            s_tok = _map(_tokenize_chunk, pipes[src], s_lines, opt.workers, progress, f"tokenize {name}.{src}")
-            t_tok = _map(_tokenize_chunk, pipes[tgt], t_lines, opt.workers, progress, f"tokenize {name}.{tgt}")
-            split = SplitText(name, s_tok, t_tok)
-            if name == "train":
-                _filter_train(split, s_org, t_org, opt)
-            splits[name] = split
-
-        # 3. BPE codes learned on train, applied to every split
-        meta_bpe: dict = {"type": opt.bpe}
-        if opt.bpe == "subword-nmt":
-            if opt.bpe_codes:  # one codes file for both languages, copied so the data dir stays self-contained
-                shutil.copyfile(opt.bpe_codes, out / "bpe.codes")
-                meta_bpe.update(merges=None, joint=True, reused_from=str(Path(opt.bpe_codes).resolve()),
-                                codes={src: "bpe.codes", tgt: "bpe.codes"})
-            else:
-                meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
-            for lang in (src, tgt):
-                pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
-        pieces: dict[str, tuple[list[list[str]], list[list[str]]]] = {}
-        for name, split in splits.items():
-            if opt.bpe == "subword-nmt":
-                sp = _map(_bpe_chunk, pipes[src], split.src_tokens, opt.workers, progress, f"bpe {name}.{src}")
-                tp = _map(_bpe_chunk, pipes[tgt], split.tgt_tokens, opt.workers, progress, f"bpe {name}.{tgt}")
-            else:
-                sp, tp = split.src_tokens, split.tgt_tokens
-            pieces[name] = (sp, tp)
-
-        # 4. dictionaries
+        splits = _tokenize_splits(raw, pipes, opt, progress)
+        meta_bpe, pieces = _apply_bpe(splits, pipes, opt, out, progress)
         src_dict, tgt_dict = _build_dictionaries(pieces.get("train"), opt)
         src_dict.save(out / f"dict.{src}.txt")
         tgt_dict.save(out / f"dict.{tgt}.txt")
-
-        # 5. binarize + keep the tokenized text
-        split_meta: dict = {}
+        split_meta = {}
         for name, (sp, tp) in pieces.items():
-            info: dict = {"sentences": len(sp)}
-            for lang, seqs, tok_lines, d in ((src, sp, splits[name].src_tokens, src_dict), (tgt, tp, splits[name].tgt_tokens, tgt_dict)):
-                prefix = out / f"{name}.{src}-{tgt}.{lang}"
-                ids = [d.encode(p, add_eos=False) for p in seqs]
-                write_indexed(prefix, ids, len(d))
-                ntok = sum(len(x) for x in ids)
-                nunk = sum(sum(1 for i in x if i == UNK_ID) for x in ids)
-                with open(f"{prefix}.tok", "w", encoding="utf-8", newline="\n") as fh:
-                    for toks in tok_lines:
-                        fh.write(" ".join(toks) + "\n")
-                info[lang] = {"tokens": ntok, "unk": nunk, "unk_rate": (nunk / ntok) if ntok else 0.0}
-            if splits[name].removed:
-                info["removed"] = splits[name].removed
+            split_meta[name] = _binarize_split(out, name, splits[name], (sp, tp), (src_dict, tgt_dict), opt)
             if name == "train" and word_links is not None:
-                info["alignments"] = _write_train_alignments(out / f"{name}.{src}-{tgt}.align", word_links, raw["train"],
-                                                             splits[name], sp, tp, opt)
-            split_meta[name] = info
-
+                split_meta[name]["alignments"] = _write_train_alignments(
+                    out / f"{name}.{src}-{tgt}.align", word_links, raw["train"], splits[name], sp, tp, opt)
         meta = {
             "format": DATA_FORMAT,
             "format_version": META_FORMAT_VERSION,
@@ -257,6 +133,115 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
         }
         (out / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return meta
+
+
+def _check_options(opt: PreprocessOptions) -> list[str]:
+    """Refuse contradictory options and unreadable codes or dictionaries before reading any
+    corpus; returns the alignment file prefixes (:func:`check_destdir`)."""
+    if opt.source_lang == opt.target_lang:
+        raise NmtkitError("--source-lang and --target-lang must differ")
+    if not opt.trainpref and not (opt.srcdict and (opt.tgtdict or opt.joined_dictionary)):
+        raise NmtkitError("--trainpref is required unless --srcdict and --tgtdict are given")
+    if opt.bpe not in ("none", "subword-nmt"):
+        raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose subword-nmt or none)")
+    if opt.bpe_codes and opt.bpe != "subword-nmt":
+        raise NmtkitError("--bpe-codes needs --bpe subword-nmt")
+    if opt.bpe_codes and not Path(opt.bpe_codes).is_file():
+        raise InputError(opt.bpe_codes, None, "no such BPE codes file")
+    if opt.bpe_codes:
+        read_bpe_codes(opt.bpe_codes)  # bad UTF-8 or a line that is not a merge: now, naming the user's file
+    if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
+        raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
+    align_prefs = check_destdir(opt)
+    for given in (opt.srcdict, opt.tgtdict):
+        if given:
+            _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
+    return align_prefs
+
+
+RawSplit = tuple[list[str], list[str], list[tuple[str, int]], list[tuple[str, int]]]
+
+
+def _read_splits(opt: PreprocessOptions) -> dict[str, RawSplit]:
+    """Every split's lines of both sides with where each came from; files must be parallel."""
+    src, tgt = opt.source_lang, opt.target_lang
+    jobs: list[tuple[str, list[str]]] = []
+    if opt.trainpref:
+        jobs.append(("train", opt.trainpref.split(",")))
+    for kind, pref in (("valid", opt.validpref), ("test", opt.testpref)):
+        if pref:
+            for name, p in zip(_split_names(kind, pref.split(",")), pref.split(",")):
+                jobs.append((name, [p]))
+    raw: dict[str, RawSplit] = {}
+    for name, prefs in jobs:
+        s_lines, s_org = read_split_files(prefs, src)
+        t_lines, t_org = read_split_files(prefs, tgt)
+        if len(s_lines) != len(t_lines):
+            check_parallel([",".join(f"{p}.{src}" for p in prefs), ",".join(f"{p}.{tgt}" for p in prefs)], [len(s_lines), len(t_lines)])
+        raw[name] = (s_lines, t_lines, s_org, t_org)
+    return raw
+
+
+def _tokenize_splits(raw: dict[str, RawSplit], pipes: dict[str, TextPipeline], opt: PreprocessOptions,
+                     progress) -> dict[str, SplitText]:  # noqa: ANN001
+    """Tokenize every split (the training split is then length-filtered)."""
+    src, tgt = opt.source_lang, opt.target_lang
+    splits: dict[str, SplitText] = {}
+    for name, (s_lines, t_lines, s_org, t_org) in raw.items():
+        s_tok = map_chunks(tokenize_chunk, pipes[src], s_lines, opt.workers, progress, f"tokenize {name}.{src}")
+        t_tok = map_chunks(tokenize_chunk, pipes[tgt], t_lines, opt.workers, progress, f"tokenize {name}.{tgt}")
+        split = SplitText(name, s_tok, t_tok)
+        if name == "train":
+            _filter_train(split, s_org, t_org, opt)
+        splits[name] = split
+    return splits
+
+
+def _apply_bpe(splits: dict[str, SplitText], pipes: dict[str, TextPipeline], opt: PreprocessOptions, out: Path,
+               progress) -> tuple[dict, dict[str, tuple[list[list[str]], list[list[str]]]]]:  # noqa: ANN001
+    """BPE codes learned on train (or the given ones, copied so the data dir stays
+    self-contained), applied to every split -> (meta.json's ``bpe``, pieces per split)."""
+    src, tgt = opt.source_lang, opt.target_lang
+    meta_bpe: dict = {"type": opt.bpe}
+    if opt.bpe == "subword-nmt":
+        if opt.bpe_codes:  # one codes file for both languages
+            shutil.copyfile(opt.bpe_codes, out / "bpe.codes")
+            meta_bpe.update(merges=None, joint=True, reused_from=str(Path(opt.bpe_codes).resolve()),
+                            codes={src: "bpe.codes", tgt: "bpe.codes"})
+        else:
+            meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
+        for lang in (src, tgt):
+            pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
+    pieces: dict[str, tuple[list[list[str]], list[list[str]]]] = {}
+    for name, split in splits.items():
+        if opt.bpe == "subword-nmt":
+            sp = map_chunks(bpe_chunk, pipes[src], split.src_tokens, opt.workers, progress, f"bpe {name}.{src}")
+            tp = map_chunks(bpe_chunk, pipes[tgt], split.tgt_tokens, opt.workers, progress, f"bpe {name}.{tgt}")
+        else:
+            sp, tp = split.src_tokens, split.tgt_tokens
+        pieces[name] = (sp, tp)
+    return meta_bpe, pieces
+
+
+def _binarize_split(out: Path, name: str, split: SplitText, pieces: tuple[list[list[str]], list[list[str]]],
+                    dicts: tuple[Dictionary, Dictionary], opt: PreprocessOptions) -> dict:
+    """Write one split's ids (``.bin``/``.idx``) and tokenized text (``.tok``) of both sides ->
+    its meta.json entry (sentences, tokens, ``<unk>`` rates, filter counts)."""
+    src, tgt = opt.source_lang, opt.target_lang
+    info: dict = {"sentences": len(pieces[0])}
+    for lang, seqs, tok_lines, d in ((src, pieces[0], split.src_tokens, dicts[0]), (tgt, pieces[1], split.tgt_tokens, dicts[1])):
+        prefix = out / f"{name}.{src}-{tgt}.{lang}"
+        ids = [d.encode(p, add_eos=False) for p in seqs]
+        write_indexed(prefix, ids, len(d))
+        ntok = sum(len(x) for x in ids)
+        nunk = sum(sum(1 for i in x if i == UNK_ID) for x in ids)
+        with open(f"{prefix}.tok", "w", encoding="utf-8", newline="\n") as fh:
+            for toks in tok_lines:
+                fh.write(" ".join(toks) + "\n")
+        info[lang] = {"tokens": ntok, "unk": nunk, "unk_rate": (nunk / ntok) if ntok else 0.0}
+    if split.removed:
+        info["removed"] = split.removed
+    return info
 
 
 def check_destdir(opt: PreprocessOptions) -> list[str]:
@@ -308,31 +293,13 @@ def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOpt
     split.kept = kept
 
 
-def _file_blocks(origin: list[tuple[str, int]], paths: list[str]) -> list[tuple[int, int]]:
-    """``[start, end)`` of each file's lines in ``origin``, the files having been read in this order.
-
-    Why from the ``(file, lineno)`` origins rather than "a block starts at line 1": a file that
-    contributed no line still gets its (empty) block, so later prefixes' ``.align`` files are
-    never read against another prefix's sentences; the same file given twice gives two blocks.
-    """
-    blocks, pos = [], 0
-    for path in paths:
-        end = pos
-        while end < len(origin) and origin[end] == (path, end - pos + 1):
-            end += 1
-        blocks.append((pos, end))
-        pos = end
-    assert pos == len(origin), "origins not in the order the files were read"
-    return blocks
-
-
 def _read_alignfiles(align_prefs: list[str], train_prefs: list[str], src_lang: str,
                      train) -> list[list[tuple[int, int]]]:  # noqa: ANN001
     """``--alignfile``: the word links of every training line, checked against its words (step 1,
     so that a bad alignment file fails before any heavy work).  ``align_prefs[k]`` aligns the
     lines of ``train_prefs[k]``; ``train``: the train split as read (lines and origins)."""
     s_lines, t_lines, s_org, _ = train
-    blocks = _file_blocks(s_org, [f"{p}.{src_lang}" for p in train_prefs])
+    blocks = file_blocks(s_org, [f"{p}.{src_lang}" for p in train_prefs])
     src_n = [[len(split_words(line)) for line in s_lines[a:b]] for a, b in blocks]
     tgt_n = [[len(split_words(line)) for line in t_lines[a:b]] for a, b in blocks]
     return read_alignfiles(align_prefs, src_n, tgt_n)

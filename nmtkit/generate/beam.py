@@ -137,6 +137,98 @@ def beam_search(
                        o.lenpen, o.lenpen_form, o.unkpen, return_attention, shortlist)
 
 
+def _constrain_(lprobs: Tensor, step: int, min_len: int, unkpen: float, max_len_rows: Tensor, force_any: bool) -> None:
+    """The search's rules on one step's log-probs, in place: never ``<pad>``/``<s>``, the unk
+    penalty, no ``</s>`` before ``min_len``, and ``</s>`` forced (with its real probability) on
+    rows at their maximum length."""
+    if force_any:
+        eos_lp = lprobs[:, EOS_ID].clone()
+    lprobs[:, PAD_ID] = _NEG_INF
+    lprobs[:, BOS_ID] = _NEG_INF
+    if unkpen:
+        lprobs[:, UNK_ID] -= unkpen
+    if step < min_len:
+        lprobs[:, EOS_ID] = _NEG_INF
+    if force_any:
+        forced = max_len_rows <= step
+        lprobs.masked_fill_(forced.unsqueeze(1), _NEG_INF)
+        lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
+
+
+def _candidates(lprobs: Tensor, scores: Tensor, cand: Tensor, step: int, beam: int, n_act: int,
+                unkpen: float, shortlist: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """The ``2 * beam`` best (hypothesis, token) continuations of each sentence -> (cumulative
+    scores, flat row ids, token ids, the model's log-prob of each token), all ``[n_act, 2*beam]``.
+    ``cand``: a ``[n_act * beam, V]`` buffer the cumulative scores are written into."""
+    device, vocab = lprobs.device, lprobs.size(1)
+    torch.add(lprobs, scores.unsqueeze(1), out=cand)
+    cand = cand.view(n_act, beam, vocab)[:, 0] if step == 0 else cand.view(n_act, beam * vocab)
+    vals, flat = topk_ordered(cand, 2 * beam)
+    if vals.size(1) < 2 * beam:  # tiny vocabularies
+        pad = 2 * beam - vals.size(1)
+        vals = torch.cat([vals, vals.new_full((n_act, pad), _NEG_INF)], dim=1)
+        flat = torch.cat([flat, flat.new_zeros((n_act, pad))], dim=1)
+    beam_idx = torch.div(flat, vocab, rounding_mode="floor")
+    tok = flat.remainder(vocab)
+    rows = torch.arange(n_act, device=device).unsqueeze(1) * beam + beam_idx  # flat row ids
+    step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n_act, 2 * beam)
+    if unkpen:
+        step_lp = step_lp + unkpen * (tok == UNK_ID)  # record the model's own log-prob
+    if shortlist is not None:
+        tok = shortlist[tok]  # shortlist columns -> token ids
+    return vals, rows, tok, step_lp
+
+
+@dataclass
+class _History:
+    """What the live rows have emitted so far: tokens (``<s>`` first), their log-probs and,
+    when asked, their attention rows."""
+
+    tokens: Tensor
+    pos: Tensor
+    attn: Optional[Tensor] = None
+
+    def finished(self, prow: Tensor, last_lp: Tensor, last_attn: Optional[Tensor]) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+        """Tokens, log-probs and attention (CPU) of the rows ``prow`` that end with this step."""
+        f_tok = self.tokens.index_select(0, prow)[:, 1:].cpu()
+        f_pos = torch.cat([self.pos.index_select(0, prow), last_lp.unsqueeze(1)], 1).cpu()
+        f_att = None
+        if last_attn is not None:
+            last = last_attn.index_select(0, prow).unsqueeze(1)
+            f_att = (last if self.attn is None else torch.cat([self.attn.index_select(0, prow), last], 1)).cpu()
+        return f_tok, f_pos, f_att
+
+    def advance(self, sel_rows: Tensor, new_tok: Tensor, new_lp: Tensor, attn: Optional[Tensor]) -> None:
+        self.tokens = torch.cat([self.tokens.index_select(0, sel_rows), new_tok.reshape(-1, 1)], 1)
+        self.pos = torch.cat([self.pos.index_select(0, sel_rows), new_lp.reshape(-1, 1)], 1)
+        if attn is not None:
+            last = attn.index_select(0, sel_rows).unsqueeze(1)
+            self.attn = last if self.attn is None else torch.cat([self.attn.index_select(0, sel_rows), last], 1)
+
+
+def _hypothesis(ended: tuple[Tensor, Tensor, Optional[Tensor]], i: int, score: float, length: int,
+                src_len: int) -> Hypothesis:
+    """Row ``i`` of :meth:`_History.finished`'s result as a :class:`Hypothesis` (attention cut to
+    the sentence's real source positions)."""
+    f_tok, f_pos, f_att = ended
+    return Hypothesis(tokens=f_tok[i].tolist(), score=score, positional_scores=f_pos[i].float(),
+                      attention=None if f_att is None else f_att[i, :, :src_len].float(), length=length)
+
+
+def _pick_finished(ends: list[list[int]], active: list[int], finished: list[list[Hypothesis]],
+                   beam: int) -> list[tuple[int, int]]:
+    """(sentence in batch, candidate rank) of the ``</s>`` candidates that still fit their
+    sentence's ``beam`` finished slots, best first."""
+    picks: list[tuple[int, int]] = []
+    room: dict[int, int] = {}
+    for s, c in ends:
+        room.setdefault(s, beam - len(finished[active[s]]))
+        if room[s] > 0:
+            room[s] -= 1
+            picks.append((s, c))
+    return picks
+
+
 def _search(
     model: EnsembleModel, src_tokens: Tensor, src_lengths: Tensor, beam: int, nbest: int, max_len_a: float,
     max_len_b: int, min_len: int, lenpen: float, lenpen_form: str, unkpen: float, return_attention: bool,
@@ -144,75 +236,36 @@ def _search(
 ) -> list[list[Hypothesis]]:
     """The search of :func:`beam_search`; with a shortlist, column ``c`` of the log-probs is token
     ``shortlist[c]`` (columns 0-3 are the specials, so their constraints need no mapping)."""
-    n_sent = src_tokens.size(0)
-    device = src_tokens.device
+    n_sent, device = src_tokens.size(0), src_tokens.device
     src_lens = [int(n) for n in src_lengths.tolist()]
     max_lens = [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lens]
-
     encs = model.encode(src_tokens, src_lengths)
     per_row = torch.arange(n_sent, device=device).repeat_interleave(beam)
-    # one copy of the encoder states per sentence when every model reads them for its beam rows
-    shared = model.shares_encoder_rows
+    shared = model.shares_encoder_rows  # one copy of the encoder states per sentence, read by its beam rows
     if shared:
         states = model.reorder_decoder_state(model.init_decoder_state(encs), per_row)
     else:
         encs = model.reorder_encoder_out(encs, per_row)
         states = model.init_decoder_state(encs)
-
     active = list(range(n_sent))  # original ids of the sentences still in the batch
     max_len_rows = torch.tensor(max_lens, device=device).repeat_interleave(beam)
     beam_offsets = torch.arange(beam, device=device)
     rows_n = n_sent * beam
-    tokens = torch.full((rows_n, 1), BOS_ID, dtype=torch.long, device=device)
+    hist = _History(torch.full((rows_n, 1), BOS_ID, dtype=torch.long, device=device), torch.zeros(rows_n, 0, device=device))
     scores = torch.zeros(rows_n, device=device)
-    pos_hist = torch.zeros(rows_n, 0, device=device)
-    attn_hist: Optional[Tensor] = None
     finished: list[list[Hypothesis]] = [[] for _ in range(n_sent)]
     cand_buf: Optional[Tensor] = None
-
     step = 0
     while active:
         n_act = len(active)
-        lprobs, attn, states = model.decode_step(tokens[:, -1], states, encs)
-        vocab = lprobs.size(1)
-        if not return_attention:
-            attn = None
-
-        # -- constrain the distribution ---------------------------------------------------
-        force_any = step >= min(max_lens[s] for s in active)
-        if force_any:
-            eos_lp = lprobs[:, EOS_ID].clone()
-        lprobs[:, PAD_ID] = _NEG_INF
-        lprobs[:, BOS_ID] = _NEG_INF
-        if unkpen:
-            lprobs[:, UNK_ID] -= unkpen
-        if step < min_len:
-            lprobs[:, EOS_ID] = _NEG_INF
-        if force_any:
-            forced = max_len_rows <= step
-            lprobs.masked_fill_(forced.unsqueeze(1), _NEG_INF)
-            lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
-
-        # -- 2*beam candidates per sentence ------------------------------------------------
-        n_rows = n_act * beam
+        lprobs, attn, states = model.decode_step(hist.tokens[:, -1], states, encs)
+        attn = attn if return_attention else None
+        _constrain_(lprobs, step, min_len, unkpen, max_len_rows, step >= min(max_lens[s] for s in active))
         if cand_buf is None or cand_buf.dtype != lprobs.dtype:
-            cand_buf = torch.empty(rows_n * vocab, dtype=lprobs.dtype, device=device)
-        # reusing one buffer avoids allocating (and page-faulting) rows x V floats every step
-        cand = torch.add(lprobs, scores.unsqueeze(1), out=cand_buf[: n_rows * vocab].view(n_rows, vocab))
-        cand = cand.view(n_act, beam, vocab)[:, 0] if step == 0 else cand.view(n_act, beam * vocab)
-        vals, flat = topk_ordered(cand, 2 * beam)
-        if vals.size(1) < 2 * beam:  # tiny vocabularies
-            pad = 2 * beam - vals.size(1)
-            vals = torch.cat([vals, vals.new_full((n_act, pad), _NEG_INF)], dim=1)
-            flat = torch.cat([flat, flat.new_zeros((n_act, pad))], dim=1)
-        beam_idx = torch.div(flat, vocab, rounding_mode="floor")
-        tok = flat.remainder(vocab)
-        rows = torch.arange(n_act, device=device).unsqueeze(1) * beam + beam_idx  # flat row ids
-        step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n_act, 2 * beam)
-        if unkpen:
-            step_lp = step_lp + unkpen * (tok == UNK_ID)  # record the model's own log-prob
-        if shortlist is not None:
-            tok = shortlist[tok]  # shortlist columns -> token ids
+            # one buffer for every step: allocating (and page-faulting) rows x V floats each step is slow
+            cand_buf = torch.empty(rows_n * lprobs.size(1), dtype=lprobs.dtype, device=device)
+        cand = cand_buf[: n_act * beam * lprobs.size(1)].view(n_act * beam, lprobs.size(1))
+        vals, rows, tok, step_lp = _candidates(lprobs, scores, cand, step, beam, n_act, unkpen, shortlist)
 
         valid = vals > _NEG_INF
         ends = (tok[:, :beam] == EOS_ID) & valid[:, :beam]
@@ -220,68 +273,30 @@ def _search(
         order_key = torch.arange(2 * beam, device=device) + (~goes_on).long() * (2 * beam)
         sel = order_key.argsort(dim=1)[:, :beam]
         new_scores = vals.gather(1, sel).masked_fill(~goes_on.gather(1, sel), _NEG_INF)
-        new_rows = rows.gather(1, sel)
-        new_tok = tok.gather(1, sel)
-        new_lp = step_lp.gather(1, sel)
-
+        new_rows, new_tok, new_lp = rows.gather(1, sel), tok.gather(1, sel), step_lp.gather(1, sel)
         flags = torch.cat([ends, new_scores[:, :1] == _NEG_INF], dim=1).cpu()
         ends_cpu, dead = flags[:, :beam], flags[:, beam].tolist()
 
-        # -- finished hypotheses (bookkeeping only for rows that ended) --------------------
-        if ends_cpu.any():
-            picks: list[tuple[int, int]] = []  # (sentence in batch, candidate rank), best first
-            room = {}
-            for s, c in ends_cpu.nonzero().tolist():
-                room.setdefault(s, beam - len(finished[active[s]]))
-                if room[s] > 0:
-                    room[s] -= 1
-                    picks.append((s, c))
-            if picks:
-                ps = torch.tensor([p[0] for p in picks], device=device)
-                pc = torch.tensor([p[1] for p in picks], device=device)
-                prow = rows[ps, pc]
-                f_tok = tokens.index_select(0, prow)[:, 1:].cpu()
-                f_pos = torch.cat([pos_hist.index_select(0, prow), step_lp[ps, pc].unsqueeze(1)], 1).cpu()
-                f_val = vals[ps, pc].cpu().tolist()
-                f_att = None
-                if attn is not None:
-                    last = attn.index_select(0, prow).unsqueeze(1)
-                    f_att = (last if attn_hist is None else torch.cat([attn_hist.index_select(0, prow), last], 1)).cpu()
-                length = step + 1
-                div = length_penalty(length, lenpen, lenpen_form)
-                for i, (s, _) in enumerate(picks):
-                    sid = active[s]
-                    finished[sid].append(
-                        Hypothesis(
-                            tokens=f_tok[i].tolist(),
-                            score=f_val[i] / div,
-                            positional_scores=f_pos[i].float(),
-                            attention=None if f_att is None else f_att[i, :, : src_lens[sid]].float(),
-                            length=length,
-                        )
-                    )
+        picks = _pick_finished(ends_cpu.nonzero().tolist(), active, finished, beam) if ends_cpu.any() else []
+        if picks:  # bookkeeping only for the rows that ended
+            ps = torch.tensor([p[0] for p in picks], device=device)
+            pc = torch.tensor([p[1] for p in picks], device=device)
+            ended = hist.finished(rows[ps, pc], step_lp[ps, pc], attn)
+            div = length_penalty(step + 1, lenpen, lenpen_form)
+            for i, (f_val, (s, _)) in enumerate(zip(vals[ps, pc].cpu().tolist(), picks)):
+                finished[active[s]].append(_hypothesis(ended, i, f_val / div, step + 1, src_lens[active[s]]))
 
-        keep = [
-            s for s, sid in enumerate(active)
-            if len(finished[sid]) < beam and step < max_lens[sid] and not dead[s]
-        ]
+        keep = [s for s, sid in enumerate(active) if len(finished[sid]) < beam and step < max_lens[sid] and not dead[s]]
         if not keep:
             break
-
         # -- advance the surviving beams, shrinking the batch when sentences completed -----
         shrink = len(keep) < n_act
         if shrink:
             keep_t = torch.tensor(keep, device=device)
-            new_rows, new_tok, new_lp, new_scores = (
-                x.index_select(0, keep_t) for x in (new_rows, new_tok, new_lp, new_scores)
-            )
+            new_rows, new_tok, new_lp, new_scores = (x.index_select(0, keep_t) for x in (new_rows, new_tok, new_lp, new_scores))
         sel_rows = new_rows.reshape(-1)
-        tokens = torch.cat([tokens.index_select(0, sel_rows), new_tok.reshape(-1, 1)], 1)
-        pos_hist = torch.cat([pos_hist.index_select(0, sel_rows), new_lp.reshape(-1, 1)], 1)
+        hist.advance(sel_rows, new_tok, new_lp, attn)
         scores = new_scores.reshape(-1)
-        if attn is not None:
-            last = attn.index_select(0, sel_rows).unsqueeze(1)
-            attn_hist = last if attn_hist is None else torch.cat([attn_hist.index_select(0, sel_rows), last], 1)
         states = model.reorder_decoder_state(states, sel_rows)
         if shrink:
             enc_rows = (keep_t.unsqueeze(1) * beam + beam_offsets).reshape(-1)
@@ -290,8 +305,4 @@ def _search(
             active = [active[s] for s in keep]
         step += 1
 
-    out = []
-    for hyps in finished:
-        ranked = sorted(hyps, key=lambda h: -h.score)  # stable: earlier-finished wins ties
-        out.append(ranked[:nbest])
-    return out
+    return [sorted(hyps, key=lambda h: -h.score)[:nbest] for hyps in finished]  # stable: earlier-finished wins ties

@@ -13,8 +13,8 @@ own words plus frequent function words, so each batch gets an output layer restr
 * the specials ``<pad> <s> </s> <unk>`` (ids 0-3; search never emits the first two);
 * every source word, token or piece of the batch that is itself a target symbol: names and
   numbers are copied through the shared BPE pieces, and the table, built from training data,
-  cannot list the names of new input (measured on the sample corpus: without this rule 110 of
-  300 test translations changed, mostly names, and BLEU fell by 1.4).
+  cannot list the names of new input (without this rule, translations of names change and
+  BLEU falls: tests/test_shortlist.py and bench/RESULTS.md).
 
 The result is a sorted id tensor; beam search slices the output projection's rows once per
 batch (:meth:`nmtkit.models.base.Seq2SeqModel.restrict_output`), normalises over the shortlist

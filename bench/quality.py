@@ -23,13 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
 import benchlib as bl
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
-def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str) -> dict[int, bl.Run]:
+def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str, amp: str) -> dict[int, bl.Run]:
     """The recipe for every seed at once (one core each), then the ensemble of the seeds.
     The first seed's run preprocesses; the others start once its data directory exists."""
     import threading
@@ -38,7 +39,7 @@ def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str)
     src, tgt = pair.split("-")
     wdir = work / f"m30k-{pair}"
     env_base = {**os.environ, "SRC": src, "TGT": tgt, "WORK": str(wdir), "HOURS": str(hours),
-                "THREADS": "1", "NMTKIT_DATA": data}
+                "THREADS": "1", "NMTKIT_DATA": data, "AMP": amp}
     runs: dict[int, bl.Run] = {}
 
     def one(seed: int) -> None:
@@ -104,6 +105,50 @@ def plot(pair: str, logs: dict[int, dict], path: Path) -> None:
     plt.close(fig)
 
 
+#: Translation paths timed by --decode: label -> extra nmtkit-translate flags.
+DECODE_PATHS = {"fp32": ["--amp", "none"], "bf16": ["--amp", "bf16"], "int8": ["--quantize", "int8", "--amp", "none"]}
+
+
+def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, data: Path) -> tuple[str, list[str], list[dict]]:
+    """test2016 beam 5, batch 64, of each seed's best checkpoint in every DECODE_PATHS precision at 1
+    and 2 threads: sentences/s of the whole command and net of start-up (minus a 1-sentence run),
+    the fastest of 2 runs, with BLEU -> (RESULTS.md text, commands, translate_speed records)."""
+    import tempfile
+
+    raw = data / "multi30k" / f"test2016.{src}"
+    n_sent = bl.count_lines(raw)
+    rows, cmds, records = [], [], []
+    with tempfile.TemporaryDirectory(prefix="nmtkit-decode-") as tmp:
+        one = Path(tmp) / "one.txt"
+        one.write_text(raw.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+        for seed in seeds:
+            ckpt = wdir / f"seed{seed}" / "checkpoint_best.pt"
+            fp32_bleu = None
+            for threads in (1, 2):
+                for label, flags in DECODE_PATHS.items():
+                    cmd = ["nmtkit-translate", "--path", ckpt, "--beam", "5", "--batch-size", "64", "--threads", threads,
+                           "--quiet", *flags]
+                    hyp = Path(tmp) / f"seed{seed}.{label}.t{threads}.{tgt}"
+                    full = min((bl.run_cmd(cmd, stdin=raw, stdout=hyp, quiet=True) for _ in range(2)), key=lambda r: r.wall)
+                    short = min((bl.run_cmd(cmd, stdin=one, stdout=Path(tmp) / "one.out", quiet=True) for _ in range(2)),
+                                key=lambda r: r.wall)
+                    bleu, chrf = score(hyp, ref)
+                    fp32_bleu = bleu if label == "fp32" else fp32_bleu
+                    net = full.wall - short.wall
+                    cmds.append(f"{shlex.join(map(str, cmd))} < {raw} > {hyp.name}")
+                    rows.append([f"seed {seed}", label, threads, f"{full.wall:.1f}", f"{n_sent / full.wall:.1f}",
+                                 f"{n_sent / net:.1f}", f"{bleu:.2f}", f"{chrf:.2f}", f"{full.maxrss_mb:.0f}"])
+                    records.append({"system": f"nmtkit-{label}", "seed": seed, "threads": threads, "beam": 5, "batch_size": 64,
+                                    "sent_s": round(n_sent / full.wall, 2), "sent_s_net": round(n_sent / net, 2),
+                                    "bleu": round(bleu, 2), "bleu_fp32": round(fp32_bleu, 2) if fp32_bleu is not None else None,
+                                    "chrf": round(chrf, 2), "peak_rss_mb": round(full.maxrss_mb),
+                                    "measure": "sentences/s of the whole command and net of a 1-sentence run, fastest of 2"})
+    body = ("Translation of test2016 with each best checkpoint, beam 5, batch 64, run alone: sentences/s of the whole "
+            "command (start-up and checkpoint loading included) and net of start-up (minus a 1-sentence run).\n\n"
+            + bl.md_table(["model", "path", "threads", "wall s", "sent/s", "net sent/s", "BLEU", "chrF", "peak RSS MB"], rows) + "\n")
+    return body, cmds, records
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
@@ -111,6 +156,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--hours", type=float, default=2.0)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none",
+                    help="training precision of the recipe (AMP=...): none = float32, bf16 = autocast on a CPU with native bf16")
+    ap.add_argument("--decode", action="store_true",
+                    help="also time test2016 translation of each seed's best checkpoint in float32, bf16 and int8, at 1 and 2 "
+                         "threads (fastest of 2 runs, net of start-up), with BLEU beside every speed; run alone, on a quiet machine")
     ap.add_argument("--device-note", default="", help="where training ran when it was not this machine's CPU (e.g. an H100)")
     ap.add_argument("--cpu-seconds", default="", help="SEED=SECONDS,...: CPU time of each model measured outside this script (report-only)")
     ap.add_argument("--load-before", default="", help="uptime line before training (report-only)")
@@ -125,13 +175,14 @@ def main() -> None:
     load_before = args.load_before or bl.uptime_line()
     cpu = {int(k): float(v) for k, v in (kv.split("=") for kv in args.cpu_seconds.split(",") if kv)}
     if not args.report_only:
-        for seed, run in run_recipe(work, args.pair, args.seeds, args.hours, args.data).items():
+        for seed, run in run_recipe(work, args.pair, args.seeds, args.hours, args.data, args.amp).items():
             cpu[seed] = run.cpu
     load_after = bl.uptime_line()
 
     ref = Path(args.data) / "multi30k" / f"test2016.{tgt}"
     logs = {s: read_log(wdir / f"seed{s}" / "train_log.jsonl") for s in args.seeds}
-    picture = bl.REPO / "bench" / f"quality_{args.pair}.png"
+    precision = "float32" if args.amp == "none" else "bf16"
+    picture = bl.REPO / "bench" / f"quality_{args.pair}{'' if args.amp == 'none' else '_bf16'}.png"
     plot(args.pair, logs, picture)
     rows, records = [], []
     commit = bl.git_commit()
@@ -147,7 +198,8 @@ def main() -> None:
             rows.append([f"{system} (seed {seed})", f"{bleu:.2f}", f"{chrf:.2f}", f"{log['train_wall_s'] / 60:.0f} min",
                          f"{cpu[seed] / 60:.0f} min" if seed in cpu else "n/a", len(log["valid"]),
                          f"{best.get('valid_bleu')} (epoch {best['epoch']})", hyp.name])
-            records.append({"system": system, "seed": seed, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+            records.append({"system": system, "toolkit": f"nmtkit-{'fp32' if args.amp == 'none' else 'bf16'}", "amp": args.amp,
+                            "seed": seed, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
                             "train_wall_s": round(log["train_wall_s"]), "train_cpu_s": round(cpu[seed]) if seed in cpu else None,
                             "epochs": len(log["valid"])})
     for hyp in sorted(wdir.glob(f"test2016.ensemble-*.hyp.{tgt}")):
@@ -164,24 +216,33 @@ def main() -> None:
     where = args.device_note or "this machine's CPU, 1 thread (one core) per model, the seeds side by side"
     body = (
         f"Multi30k {args.pair}, recipe `examples/multi30k/run.sh` (luong_m30k, joint BPE 8k, batch 64, label smoothing 0.1, "
-        f"Adam 2e-3 + plateau on valid BLEU), " + (f"trained on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
+        f"Adam 2e-3 + plateau on valid BLEU), trained in {precision}, " + (f"on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
         + "test2016 scored with cased, detokenized sacreBLEU (13a) and chrF2.\n\n"
         + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "best valid BLEU (greedy)", "output"], rows)
         + (f"\n\n{args.note}" if args.note else "")
         + f"\n\nValid BLEU (greedy) per epoch:\n\n{curves}\n\nLearning curves: `bench/{picture.name}`.\n"
     )
-    env = " ".join(f"{k}={v}" for k, v in (("SRC", src), ("TGT", tgt), ("HOURS", args.hours), ("THREADS", 1)))
+    env = " ".join(f"{k}={v}" for k, v in (("SRC", src), ("TGT", tgt), ("HOURS", args.hours), ("THREADS", 1), ("AMP", args.amp)))
     commands = [f"{env} SEED={s} bash examples/multi30k/run.sh" for s in args.seeds]
     if len(args.seeds) > 1:
         commands.append(f"{env} ENSEMBLE=\"{' '.join(map(str, args.seeds))}\" bash examples/multi30k/run.sh")
     commands = args.command or commands
-    text = bl.section(f"quality: Multi30k {args.pair} test2016", bl.machine_info(), load_before, load_after,
+    decode_records: list[dict] = []
+    if args.decode:
+        decode_body, decode_cmds, decode_records = decode_speed(wdir, args.seeds, ref, src, tgt, Path(args.data))
+        body += "\n" + decode_body
+        commands = [*commands, *decode_cmds]
+        load_after = bl.uptime_line()
+    text = bl.section(f"quality: Multi30k {args.pair} test2016, trained in {precision}", bl.machine_info(), load_before, load_after,
                       bl.software_line({}), body, commands)
     print(text)
     if args.record:
         bl.append_results(text)
         bl.append_jsonl(records, {"bench": "quality", "commit": commit, "pair": args.pair, "set": "test2016",
                                   "load": {"before": load_before, "after": load_after}, "device": where})
+        if decode_records:
+            bl.append_jsonl(decode_records, {"bench": "translate_speed", "pair": args.pair, "set": "test2016",
+                                             "load": {"before": load_before, "after": load_after}})
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #   TGT=fr bash examples/multi30k/run.sh               # English->French, the same recipe
 #   SEED=2 bash examples/multi30k/run.sh               # a second model (for an ensemble, see below)
 #   ENSEMBLE="1 2" bash examples/multi30k/run.sh       # after both seeds: translate with both
+#   AMP=bf16 bash examples/multi30k/run.sh             # train in bf16 mixed precision (CPU with native bf16)
 #
 # Every step skips work already done: a finished training (marked by SEED_DIR/.trained) is not
 # repeated, an interrupted one resumes from checkpoint_last.pt (with a fresh --stop-time-hours
@@ -17,6 +18,7 @@ TGT=${TGT:-de}
 SEED=${SEED:-1}
 HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
+AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (see README)
 AVG=${AVG:-3}              # average the last N epoch checkpoints
 DATA_ROOT=${NMTKIT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
 RAW=$DATA_ROOT/multi30k
@@ -50,7 +52,7 @@ fi
 # Adam 2e-3, plateau schedule and the model come from the luong_m30k preset; the checkpoint
 # with the best valid BLEU (greedy, the whole valid set) becomes checkpoint_best.pt.
 if [ ! -f "$CK/.trained" ]; then
-    nmtkit-train "$DATA" --arch luong_m30k --save-dir "$CK" --seed "$SEED" --threads "$THREADS" \
+    nmtkit-train "$DATA" --arch luong_m30k --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
         --batch-size 64 --label-smoothing 0.1 --max-epoch 40 --patience 6 --stop-time-hours "$HOURS" \
         --eval-bleu --eval-bleu-beam 1 --best-checkpoint-metric bleu --keep-last "$AVG"
     touch "$CK/.trained"

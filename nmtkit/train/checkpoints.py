@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from nmtkit.checkpoint import epoch_checkpoints, model_payload
 from nmtkit.train.state import rng_state
 
-if TYPE_CHECKING:
-    from nmtkit.train.trainer import Trainer
+#: The :class:`nmtkit.train.trainer.Trainer` whose state is read (not imported: the trainer imports
+#: this module, and a type-only import back would still be a cycle in the house's layout).
+Trainer = Any
 
 
 def training_payload(trainer: Trainer) -> dict:

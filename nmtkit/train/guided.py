@@ -27,7 +27,7 @@ cross-entropy per linked target position.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -35,18 +35,16 @@ from torch import Tensor
 
 from nmtkit.errors import NmtkitError
 
-if TYPE_CHECKING:
-    from nmtkit.train.options import TrainOptions  # which imports GUIDED_LOSSES from here
 
 GUIDED_LOSSES = ("ce", "mse")
 EPSILON = 1e-6  # inside the log, as Marian: attention may be exactly 0 (local attention, padding)
 
 
-def check_guided_alignment(opt: TrainOptions, model: torch.nn.Module, has_links: bool, no_links: str) -> None:
-    """``--guided-alignment-weight`` needs stored links (``has_links``; ``no_links`` says where
-    they are missing) and attention: refuse it at once otherwise; an alignment head learns only
-    from it."""
-    if opt.guided_alignment_weight <= 0:
+def check_guided_alignment(weight: float, arch: str, model: torch.nn.Module, has_links: bool, no_links: str) -> None:
+    """``--guided-alignment-weight`` (``weight``) needs stored links (``has_links``; ``no_links``
+    says where they are missing) and attention: refuse it at once otherwise; an alignment head
+    learns only from it."""
+    if weight <= 0:
         if getattr(model.cfg, "alignment_head", False):
             raise NmtkitError("--alignment-head is trained only by the guided-alignment loss: "
                               "give --guided-alignment-weight (and data preprocessed with --alignfile)")
@@ -54,7 +52,7 @@ def check_guided_alignment(opt: TrainOptions, model: torch.nn.Module, has_links:
     if not has_links:
         raise NmtkitError(f"--guided-alignment-weight: {no_links} (run nmtkit-preprocess with --alignfile)")
     if not model.has_attention:
-        raise NmtkitError(f"--guided-alignment-weight: {opt.arch} ({model.model_name}) has no attention to guide")
+        raise NmtkitError(f"--guided-alignment-weight: {arch} ({model.model_name}) has no attention to guide")
 
 
 def gold_alignment_matrix(links: Sequence[Optional[np.ndarray]], src_lengths: Tensor, tgt_lengths: Tensor,

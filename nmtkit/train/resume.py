@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -24,8 +24,9 @@ from nmtkit.train.options import TrainOptions
 from nmtkit.train.state import TrainState, set_rng_state
 from nmtkit.utils.tempfiles import remove_stale_temps
 
-if TYPE_CHECKING:
-    from nmtkit.train.trainer import Trainer
+#: The :class:`nmtkit.train.trainer.Trainer` whose state is read (not imported: the trainer imports
+#: this module, and a type-only import back would still be a cycle in the house's layout).
+Trainer = Any
 
 #: Refused (every difference in one error): another run, not a continuation of this one.  Each
 #: names the ``--reset-*`` flag that starts that part fresh on purpose.

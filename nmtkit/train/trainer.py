@@ -72,7 +72,7 @@ class Trainer:
         seed_everything(opt.seed)
         with allocation_guard(f"building {opt.arch} on {self.device} ({model_size_hint(self.cfg)})"):
             self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
-        check_guided_alignment(opt, self.model, self.train_set.alignments is not None,
+        check_guided_alignment(opt.guided_alignment_weight, opt.arch, self.model, self.train_set.alignments is not None,
                                f"{self.data.path} has no alignments for split {opt.train_subset!r}")
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)

@@ -233,7 +233,9 @@ def main() -> None:
         body += "\n" + decode_body
         commands = [*commands, *decode_cmds]
         load_after = bl.uptime_line()
-    text = bl.section(f"quality: Multi30k {args.pair} test2016, trained in {precision}", bl.machine_info(), load_before, load_after,
+    # the machine line names where the models trained, not only where this script scored them
+    machine = f"training: {args.device_note}; scoring: {bl.machine_info()}" if args.device_note else bl.machine_info()
+    text = bl.section(f"quality: Multi30k {args.pair} test2016, trained in {precision}", machine, load_before, load_after,
                       bl.software_line({}), body, commands)
     print(text)
     if args.record:

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Rewrite the "At a glance" block at the top of bench/RESULTS.md from bench/results.jsonl.
+
+Why a script: the summary used to be typed by hand and went stale (a fast path stood where a like-for-like
+figure belonged).  Every figure here is copied from the newest record of its kind, with its date and
+commit, and like-for-like rows (float32 against float32) come before the fast paths.  Nothing is
+measured here; run it after a benchmark has recorded (``python bench/glance.py``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterable, Optional
+
+import benchlib as bl
+
+START, END = "<!-- glance:start (written by bench/glance.py) -->", "<!-- glance:end -->"
+
+
+def latest(records: list[dict], **match: object) -> Optional[dict]:
+    """The last record whose fields equal ``match`` (results.jsonl is in recording order)."""
+    found = [r for r in records if all(r.get(k) == v for k, v in match.items())]
+    return found[-1] if found else None
+
+
+def stamp(r: dict) -> str:
+    return f"{r.get('date', '?')} @ {str(r.get('commit', '?')).split(' ')[0]}"
+
+
+def train_rows(records: list[dict]) -> Iterable[list[str]]:
+    for system, label in (("nmtkit-fp32", "like for like: float32 vs float32"), ("nmtkit-bf16", "fast path: bf16 autocast vs float32")):
+        for threads in (1, 2):
+            r = latest(records, bench="train_speed", system=system, threads=threads)
+            if r is not None:
+                yield [f"train {r['arch']}, batch 64, {threads} thread(s), {label}", f"{r['nmtkit']:,.0f} tgt tok/s steady",
+                       f"OpenNMT-py {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", stamp(r)]
+
+
+def decode_rows(records: list[dict]) -> Iterable[list[str]]:
+    for system in ("nmtkit-fp32", "nmtkit-bf16", "nmtkit-int8"):
+        for threads in (1, 2):
+            r = latest(records, bench="translate_speed", system=system, threads=threads)
+            if r is not None and "sent_s" in r:
+                yield [f"translate test2016 beam 5, {threads} thread(s), recipe model, {system[7:]}",
+                       f"{r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net of start-up), BLEU {r['bleu']:.2f}",
+                       f"float32 BLEU {r['bleu_fp32']:.2f}" if r.get("bleu_fp32") is not None else "", "", stamp(r)]
+
+
+def peer_decode_rows(records: list[dict]) -> Iterable[list[str]]:
+    for system, label in (("nmtkit", "like for like: float32"), ("nmtkit+int8+shortlist", "fast path: int8 + shortlist")):
+        for threads in (1, 2):
+            r = latest(records, bench="translate_speed", system=system, threads=threads)
+            if r is not None and "nmtkit_sent_s" in r:
+                yield [f"translate test2016 beam 5, {threads} thread(s), {label} (models of the speed bench)",
+                       f"{r['nmtkit_sent_s']:.1f} sent/s, BLEU {r['bleu']:.2f}",
+                       f"OpenNMT-py {r['peer_sent_s']:.1f} sent/s, BLEU {r.get('bleu_opennmt', float('nan')):.2f}",
+                       f"{r['ratio_vs_opennmt']:.2f}x", stamp(r)]
+
+
+def quality_rows(records: list[dict]) -> Iterable[list[str]]:
+    seen = set()
+    for r in reversed(records):
+        if r.get("bench") != "quality" or r.get("pair") != "en-de":
+            continue
+        key = (r.get("toolkit", "nmtkit-fp32"), r.get("system"))
+        if key in seen:
+            continue
+        seen.add(key)
+        wall = f", {r['train_wall_s'] / 3600:.2f} h of training" if r.get("train_wall_s") else ""
+        yield [f"Multi30k en-de test2016, recipe, {key[0][7:]}, {key[1]}{wall}", f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}",
+               "", "", stamp(r)]
+
+
+def other_rows(records: list[dict]) -> Iterable[list[str]]:
+    r = latest(records, bench="score_memory")
+    if r is not None:
+        yield [f"nmtkit-score, {r['lines']:,} lines, BLEU + chrF", f"peak RSS {r['maxrss_mb']:.0f} MB, {r['wall_s']:.0f} s", "", "", stamp(r)]
+    for metric, field, unit in (("gpu_train_speed", "tok_s", "tgt tok/s"), ("gpu_translate_speed", "sent_s", "sent/s")):
+        for amp in ("none", "bf16"):  # eager float32 first, then bf16 (no torch.compile rows: they were slower)
+            r = latest(records, bench=metric, amp=amp, **({"compile": False} if metric == "gpu_translate_speed" else {}))
+            if r is not None:
+                what = f"{metric.replace('_', ' ')}, {'float32' if amp == 'none' else 'bf16'} ({r.get('device', '?')})"
+                bleu = f", BLEU {r['bleu']:.2f}" if "bleu" in r else ""
+                yield [what, f"{r[field]:,.0f} {unit}{bleu}", "", "", stamp(r)]
+
+
+def glance(records: list[dict]) -> str:
+    rows = [*train_rows(records), *peer_decode_rows(records), *decode_rows(records), *quality_rows(records), *other_rows(records)]
+    return (f"{START}\nAt a glance: the newest record of each kind in results.jsonl (like for like first, then fast paths; "
+            "sections below have the machine, load and commands).\n\n"
+            + bl.md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "recorded"], rows) + f"\n{END}\n")
+
+
+def main() -> None:
+    records = [json.loads(line) for line in bl.RESULTS_JSONL.read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = bl.RESULTS.read_text(encoding="utf-8")
+    block = glance(records)
+    if START in text:
+        head, rest = text.split(START, 1)
+        text = head + block + rest.split(END, 1)[1].lstrip("\n")
+    else:
+        first = text.index("\n## ")
+        text = text[:first].rstrip("\n") + "\n\n" + block + text[first:]
+    from nmtkit.utils.textio import atomic_write
+
+    with atomic_write(Path(bl.RESULTS)) as fh:
+        fh.write(text)
+    print(block)
+
+
+if __name__ == "__main__":
+    main()

@@ -62,7 +62,7 @@ def quality_rows(records: list[dict]) -> Iterable[list[str]]:
     for r in reversed(records):
         if r.get("bench") != "quality" or r.get("pair") != "en-de":
             continue
-        key = (r.get("toolkit", "nmtkit-fp32"), r.get("system"))
+        key = (r.get("toolkit", "nmtkit-fp32"), r.get("system"), round((r.get("train_wall_s") or 0) / 900))  # per quarter hour
         if key in seen:
             continue
         seen.add(key)

@@ -36,8 +36,16 @@ def test_cpu_probe_follows_torch(monkeypatch):
     assert amp_mod.cpu_has_native_bf16() is True
 
 
-def test_auto_and_none_run_in_full_precision_off_cuda():
+def test_auto_and_none_run_inference_in_full_precision_off_cuda(monkeypatch):
+    monkeypatch.setattr(amp_mod, "cpu_has_native_bf16", lambda: True)
     assert resolve_amp("auto", CPU) is None and resolve_amp("none", CPU) is None and resolve_amp("none", CUDA) is None
+    assert resolve_amp("none", CPU, training=True) is None
+
+
+@pytest.mark.parametrize("native, want", [(True, torch.bfloat16), (False, None)])
+def test_auto_trains_in_bf16_on_a_cpu_with_native_bf16(monkeypatch, native, want):
+    monkeypatch.setattr(amp_mod, "cpu_has_native_bf16", lambda: native)
+    assert resolve_amp("auto", CPU, training=True) == want
 
 
 @pytest.mark.parametrize("bf16_ok, want", [(True, torch.bfloat16), (False, torch.float16)])

@@ -220,7 +220,8 @@ def device_options(*, threads: bool = True) -> Decorator:
                      help="auto|cpu|cuda[:N] (auto takes a GPU when present)."),
         click.option("--amp", type=click.Choice(AMP_CHOICES), default="auto", show_default=True,
                      help="Mixed precision: bf16 on CUDA or on a CPU with AVX512_BF16/AMX (weights and checkpoints "
-                          "stay float32); fp16 on CUDA; auto: bf16/fp16 on CUDA, float32 on CPU."),
+                          "stay float32); fp16 on CUDA. auto: bf16/fp16 on CUDA; on a CPU with native bf16, bf16 for "
+                          "training and float32 for translate/score/align; float32 on other CPUs."),
     ]
     if threads:
         opts.append(click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0),

@@ -77,7 +77,7 @@ class Trainer:
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)
         self.state = TrainState()
-        self.amp_dtype = resolve_amp(self.opt.amp, self.device)
+        self.amp_dtype = resolve_amp(self.opt.amp, self.device, training=True)
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
         self.ddp_model: torch.nn.Module = self.model
         if dist.enabled:

@@ -251,9 +251,9 @@ def main() -> None:
     if args.record and not decode_only:
         bl.append_jsonl(records, {"bench": "quality", "commit": commit, "pair": args.pair, "set": "test2016",
                                   "load": {"before": load_before, "after": load_after}, "device": where})
-        if decode_records:
-            bl.append_jsonl(decode_records, {"bench": "translate_speed", "pair": args.pair, "set": "test2016",
-                                             "load": {"before": load_before, "after": load_after}})
+    if args.record and decode_records:
+        bl.append_jsonl(decode_records, {"bench": "translate_speed", "pair": args.pair, "set": "test2016",
+                                         "load": {"before": load_before, "after": load_after}})
 
 
 if __name__ == "__main__":

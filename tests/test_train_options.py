@@ -26,8 +26,9 @@ torch.set_num_threads(1)
 
 
 def run_train(data: Path, save: Path, *extra: str):
+    # float32: these tests check update arithmetic exactly (--amp auto trains in bf16 on a CPU with native bf16)
     args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--seed", "7", "--no-progress",
-            "--threads", "1", "--dropout", "0", *extra]
+            "--threads", "1", "--dropout", "0", "--amp", "none", *extra]
     return CliRunner().invoke(train, args)
 
 
@@ -60,7 +61,7 @@ def test_update_freq_2_equals_the_double_batch(data_dir, tmp_path):
 
 def make_trainer(data_dir: Path, save: Path, **options) -> Trainer:
     given = {"arch": "luong_tiny", "save_dir": str(save), "batch_size": 6, "seed": 3, "optimizer": "sgd",
-             "lr": 1.0, "clip_norm": 0.0, "no_progress": True, **options}
+             "lr": 1.0, "clip_norm": 0.0, "no_progress": True, "amp": "none", **options}  # exact float32 arithmetic
     opt = resolve_train_options(str(data_dir), given)
     return Trainer(opt, {"dropout": 0.0, "embed_dim": 16, "hidden_size": 16}, Console(quiet=True), DistInfo())
 

@@ -109,7 +109,8 @@ def _hold_fd(fd: int) -> None:
 
 #: The error handler of the UTF-8 standard streams: bytes that came in undecodable (a file name in
 #: argv, say, under ``LC_ALL=C``) go out as they came, as with ``surrogateescape``; any other
-#: character UTF-8 cannot encode is written as a ``\\uXXXX`` escape rather than stopping the command.
+#: character UTF-8 cannot encode (a lone surrogate) is written as a backslash-u escape with four hex
+#: digits rather than stopping the command.
 ERRORS = "nmtkit-escape"
 
 

@@ -105,11 +105,23 @@ def plot(pair: str, logs: dict[int, dict], path: Path) -> None:
     plt.close(fig)
 
 
-#: Translation paths timed by --decode: label -> extra nmtkit-translate flags.
-DECODE_PATHS = {"fp32": ["--amp", "none"], "bf16": ["--amp", "bf16"], "int8": ["--quantize", "int8", "--amp", "none"]}
+#: Translation paths timed by --decode: label -> extra nmtkit-translate flags ({table}: the shortlist table).
+DECODE_PATHS = {"fp32": ["--amp", "none"], "bf16": ["--amp", "bf16"], "int8": ["--quantize", "int8", "--amp", "none"],
+                "int8+shortlist": ["--quantize", "int8", "--amp", "none", "--shortlist", "{table}"]}
 
 
-def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, data: Path) -> tuple[str, list[str], list[dict]]:
+def shortlist_table(ckpt: Path, data_dir: Path, out: Path) -> Path:
+    """The lexical table of --shortlist: the model force-aligns its own training split and keeps the
+    top 50 targets per source word (``nmtkit-align --build-dict --dict-top-k 50``; not timed)."""
+    table = out / "lex.top50.txt"
+    if not table.exists():
+        bl.run_cmd(["nmtkit-align", "--path", ckpt, "--data", data_dir, "--split", "train", "--max-tokens", "8000",
+                    "--build-dict", table, "--dict-top-k", "50", "-o", out / "train.align"], out / "shortlist_table.log")
+    return table
+
+
+def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, data: Path,
+                 paths: list[str]) -> tuple[str, list[str], list[dict]]:
     """test2016 beam 5, batch 64, of each seed's best checkpoint in every DECODE_PATHS precision at 1
     and 2 threads: sentences/s of the whole command and net of start-up (minus a 1-sentence run),
     the fastest of 2 runs, with BLEU -> (RESULTS.md text, commands, translate_speed records)."""
@@ -123,9 +135,11 @@ def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, da
         one.write_text(raw.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
         for seed in seeds:
             ckpt = wdir / f"seed{seed}" / "checkpoint_best.pt"
-            fp32_bleu = None
+            table = shortlist_table(ckpt, wdir / "data", wdir / f"seed{seed}") if any("shortlist" in p for p in paths) else None
+            fp32_bleu = score(hyp_fp32, ref)[0] if (hyp_fp32 := wdir / f"test2016.seed{seed}-best.hyp.{tgt}").exists() else None
             for threads in (1, 2):
-                for label, flags in DECODE_PATHS.items():
+                for label in paths:
+                    flags = [str(table) if a == "{table}" else a for a in DECODE_PATHS[label]]
                     cmd = ["nmtkit-translate", "--path", ckpt, "--beam", "5", "--batch-size", "64", "--threads", threads,
                            "--quiet", *flags]
                     hyp = Path(tmp) / f"seed{seed}.{label}.t{threads}.{tgt}"
@@ -133,7 +147,7 @@ def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, da
                     short = min((bl.run_cmd(cmd, stdin=one, stdout=Path(tmp) / "one.out", quiet=True) for _ in range(2)),
                                 key=lambda r: r.wall)
                     bleu, chrf = score(hyp, ref)
-                    fp32_bleu = bleu if label == "fp32" else fp32_bleu
+                    fp32_bleu = bleu if label == "fp32" else fp32_bleu  # the recipe's own float32 output otherwise
                     net = full.wall - short.wall
                     cmds.append(f"{shlex.join(map(str, cmd))} < {raw} > {hyp.name}")
                     rows.append([f"seed {seed}", label, threads, f"{full.wall:.1f}", f"{n_sent / full.wall:.1f}",
@@ -158,6 +172,8 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--amp", choices=["none", "bf16"], default="none",
                     help="training precision of the recipe (AMP=...): none = float32, bf16 = autocast on a CPU with native bf16")
+    ap.add_argument("--decode-paths", default=",".join(DECODE_PATHS),
+                    help=f"comma-separated translation paths that --decode times, of {', '.join(DECODE_PATHS)} (default: all)")
     ap.add_argument("--decode", action="store_true",
                     help="also time test2016 translation of each seed's best checkpoint in float32, bf16 and int8, at 1 and 2 "
                          "threads (fastest of 2 runs, net of start-up), with BLEU beside every speed; run alone, on a quiet machine")
@@ -232,7 +248,11 @@ def main() -> None:
     decode_records: list[dict] = []
     decode_body, decode_cmds = "", []
     if args.decode:
-        decode_body, decode_cmds, decode_records = decode_speed(wdir, args.seeds, ref, src, tgt, Path(args.data))
+        paths = [p for p in args.decode_paths.split(",") if p]
+        unknown = sorted(set(paths) - set(DECODE_PATHS))
+        if unknown:
+            raise SystemExit(f"--decode-paths: unknown {', '.join(unknown)} (choose from {', '.join(DECODE_PATHS)})")
+        decode_body, decode_cmds, decode_records = decode_speed(wdir, args.seeds, ref, src, tgt, Path(args.data), paths)
         body += "\n" + decode_body
         commands = [*commands, *decode_cmds]
         load_after = bl.uptime_line()

@@ -37,7 +37,7 @@ def train_rows(records: list[dict]) -> Iterable[list[str]]:
 
 
 def decode_rows(records: list[dict]) -> Iterable[list[str]]:
-    for system in ("nmtkit-fp32", "nmtkit-bf16", "nmtkit-int8"):
+    for system in ("nmtkit-fp32", "nmtkit-bf16", "nmtkit-int8", "nmtkit-int8+shortlist"):
         for threads in (1, 2):
             r = latest(records, bench="translate_speed", system=system, threads=threads)
             if r is not None and "sent_s" in r:

@@ -319,3 +319,23 @@ def test_kill_9_then_resume_leaves_no_duplicate_log_records_or_temp_files(data_d
     assert not leftover.exists() and "stale lock" in res.output
     events = [json.loads(l)["event"] for l in (save / "train_log.jsonl").read_text().splitlines()]
     assert events.count("start") == 2  # the killed run's start is history and stays
+
+
+def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
+    """A checkpoint_last.pt whose training state is missing (another tool, a damaged edit) is refused
+    by name, not with a KeyError traceback."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli.train import command as train
+
+    save = tmp_path / "s"
+    args = [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--max-epoch", "0",
+            "--no-progress", "--threads", "1"]
+    assert CliRunner().invoke(train, [*args, "--max-update", "1"]).exit_code == 0
+    ckpt = load_checkpoint(save / "checkpoint_last.pt")
+    del ckpt["train_state"]["state"]
+    save_checkpoint(save / "checkpoint_last.pt", {k: v for k, v in ckpt.items() if k not in ("format", "version", "nmtkit_version")})
+    res = CliRunner().invoke(train, [*args, "--max-update", "2"])
+    assert res.exit_code == 1
+    lines = [l for l in res.output.strip().splitlines() if "error" in l]
+    assert len(lines) == 1 and "not a resumable training checkpoint" in lines[0] and "checkpoint_last.pt" in lines[0]

@@ -137,9 +137,10 @@ def test_dev_stdout_and_dash_write_to_the_pipe(ckpt, src, tmp_path, target):
 
 def test_dash_is_stdout_for_every_writer(ckpt, src, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    # score prints its scores on stdout, so a plot there would be mixed with them: refused, in one line
     res = CliRunner().invoke(score, ["--sys", str(src), "--ref", str(src), "--plot", "-"])
-    assert res.exit_code == 0, res.output
-    assert res.stdout_bytes.startswith(b"\x89PNG\r\n\x1a\n")
+    assert res.exit_code == 1 and res.output.strip().splitlines() == [
+        "nmtkit-score: error: --plot -: the scores are written to standard output; give the plot a file name"]
     res = CliRunner().invoke(average, ["-i", str(ckpt), str(ckpt), "-o", "-"])
     assert res.exit_code == 0, res.output
     assert res.stdout_bytes.startswith(b"PK\x03\x04")
@@ -322,3 +323,22 @@ def test_stdout_on_dev_full_is_one_line(ckpt, src):
             res = subprocess.run([sys.executable, "-m", module, *args], stdout=full, stderr=subprocess.PIPE, timeout=120)
         assert res.returncode == 1
         assert error_line(module, res.stderr) == f"{module.replace('.cli.', '-')}: error: <stdout>: No space left on device"
+
+
+def test_align_json_and_links_on_stdout_are_refused(ckpt, src, tmp_path):
+    gold = tmp_path / "gold.align"
+    gold.write_text("".join("0-0\n" for _ in LINES), encoding="utf-8")
+    res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(src), "--target", str(src), "--gold", str(gold),
+                                     "--json", "--output", "-"])
+    assert res.exit_code == 1 and res.output.strip().splitlines() == [
+        "nmtkit-align: error: --json prints the scores on standard output: give --output a file for the links"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_failed_output_is_named_not_the_alignment_file(ckpt, src, tmp_path):
+    """--output on a full device and --alignment-file on a good file: the error names the output."""
+    align_file = tmp_path / "hyp.align"
+    res = run_module("nmtkit.cli.translate", tr_args(ckpt, "--input", str(src), "--output", "/dev/full",
+                                                    "--alignment-file", str(align_file), "--print-alignment"))
+    assert res.returncode == 1
+    assert error_line("nmtkit.cli.translate", res.stderr) == "nmtkit-translate: error: /dev/full: No space left on device"

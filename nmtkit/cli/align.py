@@ -39,6 +39,7 @@ from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_o
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
+from nmtkit.utils.stdio import is_stdio
 
 PROG = "nmtkit-align"
 
@@ -79,6 +80,8 @@ def _check_options(o: dict[str, Any]) -> None:
     check_symmetrize_options(o["symmetrize"], o["reverse_path"] is not None)
     if o["as_json"] and o["gold"] is None and o["sure"] is None:
         raise NmtkitError("--json prints alignment scores and needs --gold or --sure")
+    if o["as_json"] and is_stdio(o["output"]):
+        raise NmtkitError("--json prints the scores on standard output: give --output a file for the links")
     if (o["plot_ids"] is not None or o["html"]) and o["plot"] is None:
         raise NmtkitError("--plot-ids and --html need --plot DIR")
     refuse_outputs_over_inputs([("--output", o["output"]), ("--build-dict", o["build_dict"])], _inputs(o))

@@ -32,6 +32,7 @@ from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
 from nmtkit.evaluate.scoring import display_name as _display, score_files
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
+from nmtkit.utils.stdio import is_stdio
 
 PROG = "nmtkit-score"
 
@@ -228,6 +229,8 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
             as_json: bool, checkpoints: str | None, data: str | None, split: str, source: str | None,
             target: str | None, batch_size: int, device: str, amp: str) -> None:
     """Score translations against references (BLEU, chrF, TER), or references under a model."""
+    if plot is not None and is_stdio(plot):  # the scores are printed there: the two would be mixed
+        raise NmtkitError("--plot -: the scores are written to standard output; give the plot a file name")
     refuse_outputs_over_inputs(
         [("--plot", plot)],
         [*[("--sys", f) for f in sys_files], *[("--ref", f) for f in ref_files], ("--src", src_file),

@@ -187,7 +187,20 @@ class OutputWriter:
         return False
 
     def write(self, translations) -> None:  # noqa: ANN001
+        """Write a buffer's translations; a failed write is named by the output it went to (the
+        temporary files' writers cannot tell which of the two files a bare OSError came from)."""
+        from nmtkit.utils.textio import output_error
+
+        try:
+            self._write(translations)
+        except OSError as exc:
+            if getattr(exc, "filename", None):
+                raise
+            raise output_error(exc, self.kw["output_path"] or STDOUT_NAME) from exc
+
+    def _write(self, translations) -> None:  # noqa: ANN001
         from nmtkit.evaluate.alignment_io import format_pharaoh
+        from nmtkit.utils.textio import output_error
 
         w = self.out.write
         for tr in translations:
@@ -208,7 +221,10 @@ class OutputWriter:
                 extra = f" ||| {format_pharaoh(c.alignment)}" if self.inline_align else ""
                 w(f"{c.text}{extra}\n")
             if self.align_out is not None:
-                self.align_out.write(format_pharaoh(tr.candidates[0].alignment) + "\n")
+                try:
+                    self.align_out.write(format_pharaoh(tr.candidates[0].alignment) + "\n")
+                except OSError as exc:
+                    raise output_error(exc, self.kw["alignment_file"]) from exc
         self.out.flush()
 
 

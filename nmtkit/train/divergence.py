@@ -11,8 +11,9 @@ floor); Marian has ``--throw-on-divergence``.  nmtkit's policy (README "Errors a
   scale and retries): they count only once the scale is down to 1 or less, where the scale
   cannot be what overflows.  The loss (computed in float32) always counts.
 - more than ``--max-nonfinite-updates`` such updates in a row stop training with one error line
-  (exit 1).  A run that ends (--max-update, --max-epoch, a signal ...) in the middle of such a
-  run of updates is an error too.
+  (exit 1).  A run that ends by --max-update or --max-epoch in the middle of such a run of
+  updates is an error too; one stopped by a signal keeps the last good checkpoint, says that it
+  is not writing a newer one, and exits 130 like any interrupted run.
 - while the updates are non-finite, no checkpoint is written: a checkpoint always holds a state
   whose last update was finite, so the checkpoint files on disk are the last good ones.
 - weights that are not finite are never written (training stops).  Huge but finite weights are

@@ -106,8 +106,12 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
         return None
     ckpt = load_checkpoint(last)
     _check_same_model(trainer, ckpt, last)
-    ts = ckpt["train_state"]
-    state = TrainState(**ts["state"])
+    try:
+        ts = ckpt["train_state"]
+        state = TrainState(**ts["state"])
+    except (KeyError, TypeError) as exc:
+        raise NmtkitError(f"{last}: not a resumable training checkpoint (its training state is missing or malformed: "
+                          f"{type(exc).__name__} {exc})") from None
     resets = {name for name, on in (("--reset-optimizer", reset_optimizer), ("--reset-lr-scheduler", reset_lr_scheduler),
                                     ("--reset-dataloader", reset_dataloader)) if on}
     old = {**option_defaults(), **(ckpt.get("train_options") or {})}

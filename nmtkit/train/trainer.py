@@ -315,8 +315,9 @@ class Trainer:
         return {"padding_src": round(pad_src, 4), "padding_tgt": round(pad_tgt, 4)}
 
     def _stop(self) -> None:
-        """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state, say so, and
-        raise KeyboardInterrupt (the command exits with status 130)."""
+        """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state (unless the
+        latest updates were non-finite: then it keeps the last good one and :meth:`save` says so),
+        and raise KeyboardInterrupt (the command exits with status 130)."""
         st = self.state
         wrote = self._saved_at == (st.epoch, st.batches_done, st.update) or self.save(["checkpoint_last.pt"])
         name = self.stop_signals.name
@@ -335,7 +336,8 @@ class Trainer:
         t0 = time.perf_counter()
         display.message(f"translating {self.valid_set.split} for BLEU (beam {self.opt.eval_bleu_beam})...")
         r = valid_bleu(self.model, self.valid_set, self.data.pipeline(self.data.tgt_lang), self.device,
-                       beam=self.opt.eval_bleu_beam, max_sentences=self.opt.eval_bleu_max_sentences or None)
+                       beam=self.opt.eval_bleu_beam, max_sentences=self.opt.eval_bleu_max_sentences or None,
+                       amp_dtype=resolve_amp(self.opt.amp, self.device))  # what nmtkit-translate --amp would use
         return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
                 "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}
 

@@ -223,3 +223,15 @@ def test_model_scoring_bad_options(tiny_model: tuple[Path, Path, Path]) -> None:
     short = write(raw / "short.de", ["der Hund ."])
     fails_with(["--path", str(ckpt), "--source", str(raw / "test.en"), "--target", short],
                f"{raw / 'test.en'} has 6 lines", f"{short} has 1 lines")
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--batch-size", "8"], "--batch-size is for model scoring and needs --path"),
+    (["--amp", "bf16", "--device", "cpu"], "--device, --amp are for model scoring and need --path"),
+    (["--source", "x.en"], "--source is for model scoring and needs --path"),
+])
+def test_model_scoring_options_without_a_model_are_refused(files: dict[str, str], extra: list[str], named: str) -> None:
+    """Text scoring would ignore them: refused in one line rather than silently unused."""
+    res = CliRunner().invoke(command, ["--sys", files["hyp"], "--ref", files["ref"], *extra])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [f"nmtkit-score: error: {named}"]

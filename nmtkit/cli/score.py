@@ -245,8 +245,12 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
         _score_model(checkpoints=checkpoints, data=data, split=split, source=source, target=target,
                      batch_size=batch_size, device=device, amp=amp, as_json=as_json)
         return
-    if data is not None or source is not None or target is not None:
-        raise NmtkitError("--data, --source and --target are for model scoring and need --path")
+    ctx = click.get_current_context()
+    model_only = [f"--{name.replace('_', '-')}" for name in ("data", "source", "target", "split", "batch_size", "device", "amp")
+                  if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
+    if model_only:  # given, they would be ignored by text scoring
+        raise NmtkitError(f"{', '.join(model_only)} {'is' if len(model_only) == 1 else 'are'} for model scoring and "
+                          f"need{'s' if len(model_only) == 1 else ''} --path")
     _score_text(sys_files=sys_files, ref_files=ref_files, metrics=metrics, tokenized=tokenized,
                 lowercase=lowercase, sentence_level=sentence_level, by_length=by_length, src_file=src_file,
                 buckets=buckets, plot=plot, labels=labels, do_bootstrap=paired_bootstrap,

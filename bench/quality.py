@@ -152,7 +152,8 @@ def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, da
                     cmds.append(f"{shlex.join(map(str, cmd))} < {raw} > {hyp.name}")
                     rows.append([f"seed {seed}", label, threads, f"{full.wall:.1f}", f"{n_sent / full.wall:.1f}",
                                  f"{n_sent / net:.1f}", f"{bleu:.2f}", f"{chrf:.2f}", f"{full.maxrss_mb:.0f}"])
-                    records.append({"system": f"nmtkit-{label}", "seed": seed, "threads": threads, "beam": 5, "batch_size": 64,
+                    records.append({"system": f"nmtkit-{label}", "amp": "bf16" if label == "bf16" else "none",
+                                    "nmtkit": round(n_sent / full.wall, 2), "seed": seed, "threads": threads, "beam": 5, "batch_size": 64,
                                     "sent_s": round(n_sent / full.wall, 2), "sent_s_net": round(n_sent / net, 2),
                                     "bleu": round(bleu, 2), "bleu_fp32": round(fp32_bleu, 2) if fp32_bleu is not None else None,
                                     "chrf": round(chrf, 2), "peak_rss_mb": round(full.maxrss_mb),

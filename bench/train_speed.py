@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""Training speed: nmtkit-train luong_small vs OpenNMT-py with the same architecture, CPU.
+"""Training speed: nmtkit-train against OpenNMT-py (same architecture) or Marian (closest one), CPU.
+
+``--peer opennmt`` (default):
 
 nmtkit trains ``luong_small`` (2-layer LSTM 256, embeddings 256, global attention with the
 'general' score, input feeding, dropout 0.2) for one epoch of Multi30k En->De (the data
 directory bench/preprocess.py wrote), 64 sentences per batch, Adam 1e-3, no validation.
 OpenNMT-py then trains the same model (unidirectional ``encoder_type: rnn``) on exactly the
 same BPE pieces for the same number of updates with the same batch size in sentences.
+
+``--peer marian --arch rnnsearch_small``: Marian 1.12 ``--type s2s`` with GRU cells at the same
+sizes (biGRU encoder 256 per direction, embeddings 256, untied) on the same BPE pieces, batch and
+Adam 1e-3, for the same number of updates.  Its decoder is a conditional GRU (two GRU transitions
+around the attention) and its deep output is 256 wide where rnnsearch has a 256x2 maxout, so the
+report states both models' training FLOPs per target token (bench/flops.py) beside the ratio.
 
 Reported per toolkit: target tokens/s over the training loop (start-up excluded), the same
 after the first 50 updates (steady state, data-loader warm-up excluded), whole-command wall
@@ -15,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -68,6 +77,62 @@ def onmt_loop_stats(log_text: str) -> dict:
     }
 
 
+_MARIAN_WINDOW = re.compile(r"Up\. (\d+) : .*?after ([\d,]+) : Time ([\d.]+)s")
+
+
+def marian_loop_stats(log_text: str, model: Path) -> dict:
+    """Marian's ``Up. N : ... after LABELS : Time Ts`` report lines -> the same figures as the
+    others (labels are target tokens including </s>; Time is the window's own duration)."""
+    import numpy as np
+
+    w = [(int(u), int(a.replace(",", "")), float(t)) for u, a, t in _MARIAN_WINDOW.findall(log_text)]
+    if not w:
+        raise SystemExit("no report lines in Marian's log")
+    params = None
+    if model.is_file():
+        with np.load(model) as npz:
+            params = int(sum(npz[k].size for k in npz.files if not k.startswith("special:")))
+    loop_s = sum(t for _, _, t in w)
+    return {
+        "params": params,
+        "measured_updates": w[-1][0],
+        "loop_tokens": w[-1][1],
+        "loop_s": loop_s,
+        "loop_tok_s": w[-1][1] / loop_s,
+        "steady_tok_s": (w[-1][1] - w[0][1]) / (loop_s - w[0][2]) if len(w) > 1 else float("nan"),
+    }
+
+
+def marian_cmd(peers: Path, txt: Path, out: Path, threads: int, updates: int, batch_size: int) -> list:
+    """Marian s2s with GRU cells at rnnsearch_small's sizes (see the module docstring)."""
+    out.mkdir(parents=True, exist_ok=True)
+    return [peers / "marian" / "bin" / "pymarian", "--type", "s2s", "--enc-type", "bidirectional", "--enc-cell", "gru",
+            "--dec-cell", "gru", "--dim-emb", 256, "--dim-rnn", 256, "--dropout-rnn", 0.2, "--train-sets", txt / "train.en",
+            txt / "train.de", "--vocabs", out / "vocab.en.yml", out / "vocab.de.yml", "--cpu-threads", threads or 1,
+            "--mini-batch", batch_size, "--maxi-batch", 100, "--max-length", 100, "--after", f"{updates}u", "--disp-freq", "50u",
+            "--learn-rate", 0.001, "--clip-norm", 5, "--seed", 1, "--model", out / "model.npz", "--overwrite",
+            "--no-reload", "--save-freq", "1000000u", "--valid-freq", "1000000u"]
+
+
+def flops_line(dest: Path, txt: Path, marian_out: Path) -> str:
+    """Training FLOPs per target token of rnnsearch_small and of Marian's s2s, on this data."""
+    import flops
+
+    src_tok = sum(len(l.split()) + 1 for l in (txt / "train.en").read_text(encoding="utf-8").splitlines())
+    tgt_lines = (txt / "train.de").read_text(encoding="utf-8").splitlines()
+    tgt_tok = sum(len(l.split()) + 1 for l in tgt_lines)
+    r, s = src_tok / tgt_tok, src_tok / len(tgt_lines)
+    v_nmtkit = json.loads((dest / "meta.json").read_text())["dict_sizes"]["de"]
+    vocab = marian_out / "vocab.de.yml"
+    v_marian = sum(1 for l in vocab.read_text(encoding="utf-8").splitlines() if l.strip()) if vocab.is_file() else v_nmtkit
+    n = flops.train_flops(flops.rnnsearch_macs(256, 256, 256, 256, v_nmtkit, s, r))
+    m = flops.train_flops(flops.marian_s2s_macs(256, 256, v_marian, s, r))
+    return (f"Training FLOPs per target token (bench/flops.py; source/target tokens {r:.2f}, mean source length {s:.1f}): "
+            f"nmtkit rnnsearch_small {n / 1e6:.1f} M (target vocabulary {v_nmtkit:,}), Marian s2s {m / 1e6:.1f} M "
+            f"(target vocabulary {v_marian:,}): Marian does {m / n:.2f}x nmtkit's arithmetic per target token. "
+            "Its decoder runs two GRU transitions per step where rnnsearch runs one, but the output layer dominates both.")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
@@ -82,7 +147,8 @@ def main() -> None:
     ap.add_argument("--onmt-num-workers", type=int, default=None, help="OpenNMT-py DataLoader workers (default: its own default, 2)")
     ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="nmtkit's precision: none (float32, like for "
                     "like with OpenNMT-py's float32) or bf16 (autocast, a fast path; needs a CPU with native bf16) (default: %(default)s)")
-    ap.add_argument("--skip-onmt", action="store_true", help="time nmtkit only")
+    ap.add_argument("--peer", choices=["opennmt", "marian", "none"], default="opennmt", help="the toolkit timed against nmtkit: "
+                    "OpenNMT-py with the same model (luong_*), Marian s2s with GRU cells (against rnnsearch_small), or none (default: %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="no training: summarize (and --record) the last run's logs again")
     args = ap.parse_args()
 
@@ -95,7 +161,9 @@ def main() -> None:
     logs.mkdir(parents=True, exist_ok=True)
     load_before = bl.uptime_line()
     print(load_before)
-    software_at_start = "" if args.report_only else bl.software_line({"OpenNMT-py": (str(peers / "opennmt/bin/python"), "OpenNMT-py")})
+    peer_names = {"opennmt": ("OpenNMT-py", "opennmt/bin/python", "OpenNMT-py"), "marian": ("Marian", "marian/bin/python", "pymarian")}
+    software_at_start = "" if args.report_only or args.peer == "none" else bl.software_line(
+        {peer_names[args.peer][0]: (str(peers / peer_names[args.peer][1]), peer_names[args.peer][2])})
 
     env = bl.thread_env(args.threads)
     max_tokens = args.max_tokens or None
@@ -113,7 +181,12 @@ def main() -> None:
     jobs = [{"cmd": ncmd, "log": logs / "nmtkit_train.log", "env": env}]
     prefix = f"OMP_NUM_THREADS={args.threads} " if args.threads else ""
     cmds = [prefix + shlex.join(map(str, ncmd))]
-    if not args.skip_onmt:
+    if args.peer == "marian":
+        mout = w / "marian"
+        mcmd = marian_cmd(peers, txt, mout, args.threads, updates, args.batch_size)
+        jobs.append({"cmd": mcmd, "log": logs / "marian_train.log", "env": env})
+        cmds.append(prefix + shlex.join(map(str, mcmd)))
+    if args.peer == "opennmt":
         onmt = peers / "opennmt" / "bin"
         out = w / "onmt"
         yaml = bl.onmt_luong_yaml(w / "onmt_luong_small.yaml", txt, out, steps=updates, batch_size=max_tokens or args.batch_size,
@@ -137,9 +210,10 @@ def main() -> None:
     nrun = runs[0]
     nst = nmtkit_loop_stats(save / "train_log.jsonl", batch_tokens)
     ost, orun = None, None
-    if not args.skip_onmt:
+    if args.peer != "none":
         orun = runs[1]
-        ost = onmt_loop_stats((logs / "onmt_train.log").read_text(encoding="utf-8", errors="replace"))
+        log_text = (logs / f"{args.peer.replace('opennmt', 'onmt')}_train.log").read_text(encoding="utf-8", errors="replace")
+        ost = onmt_loop_stats(log_text) if args.peer == "opennmt" else marian_loop_stats(log_text, w / "marian" / "model.npz")
     meta_path = w / "run_meta.json"  # what --report-only needs to describe the run as it happened
     if not args.report_only:
         meta = {"load_before": load_before, "load_after": bl.uptime_line(), "software": software_at_start}
@@ -160,8 +234,9 @@ def main() -> None:
 
     precision = "float32" if args.amp == "none" else "bf16 autocast"
     rows = [row(f"nmtkit {args.arch} ({precision})", nst, nrun)]
+    peer_label = {"opennmt": "OpenNMT-py", "marian": "Marian"}.get(args.peer, "")
     if ost:
-        rows.append(row("OpenNMT-py (same model, float32)", ost, orun))
+        rows.append(row("OpenNMT-py (same model, float32)" if args.peer == "opennmt" else "Marian s2s, GRU (float32)", ost, orun))
     body = (
         f"Multi30k En->De, BPE 10k joint, batch {f'--max-tokens {max_tokens}' if max_tokens else f'{args.batch_size} sentences'}, Adam 1e-3, clip 5, dropout 0.2, CPU, "
         f"{updates} updates (= one nmtkit epoch{'' if not args.max_update else f', capped by --max-update {args.max_update}'}); "
@@ -170,10 +245,15 @@ def main() -> None:
     )
     if ost:
         body += (
-            f"\nnmtkit / OpenNMT-py target tokens/s: loop {bl.ratio(nst['loop_tok_s'], ost['loop_tok_s'])}, "
+            f"\nnmtkit / {peer_label} target tokens/s: loop {bl.ratio(nst['loop_tok_s'], ost['loop_tok_s'])}, "
             f"steady state {bl.ratio(nst['steady_tok_s'], ost['steady_tok_s'])}, per CPU second "
             f"{bl.ratio(nst['loop_tokens'] / nrun.cpu, ost['loop_tokens'] / orun.cpu)}; whole command wall "
-            f"{bl.ratio(orun.wall, nrun.wall)} (OpenNMT time / nmtkit time).\n"
+            f"{bl.ratio(orun.wall, nrun.wall)} ({peer_label} time / nmtkit time).\n")
+    if args.peer == "marian":
+        body += ("Marian's target tokens are its labels (including </s>), from its own report lines; its steady state "
+                 "starts after its first 50-update window. " + flops_line(dest, txt, w / "marian") + "\n")
+    if args.peer == "opennmt":
+        body += (
             f"Target tokens counted in the loop: nmtkit {nst['loop_tokens']:,} (exact, batches rebuilt from the seed), "
             f"OpenNMT-py {ost['loop_tokens']:,.0f} (from its per-window batch averages); both include </s>.\n"
             "OpenNMT-py's batches are shorter than the corpus average because, with its default bucket_size 262144 "
@@ -184,14 +264,19 @@ def main() -> None:
         )
     print("\n" + body)
     if args.record:
-        bl.append_results(bl.section(f"train speed: {args.arch} ({precision}) vs OpenNMT-py (float32)", bl.machine_info(),
+        bl.append_results(bl.section(f"train speed: {args.arch} ({precision}) vs {peer_label or 'no peer'} (float32)", bl.machine_info(),
                                      load_before, load_after, meta["software"], body, cmds))
         system = "nmtkit-fp32" if args.amp == "none" else "nmtkit-bf16"
         rec = {"system": system, "amp": args.amp, "nmtkit": round(nst["steady_tok_s"], 1), "arch": args.arch, "threads": args.threads, "batch": f"{max_tokens} tokens" if max_tokens else f"{args.batch_size} sentences",
                "updates": nst["measured_updates"], "side_by_side": args.parallel,
                "nmtkit_tok_s": round(nst["steady_tok_s"], 1), "nmtkit_loop_tok_s": round(nst["loop_tok_s"], 1),
                "nmtkit_peak_rss_mb": round(nrun.maxrss_mb), "measure": "target tokens/s after update 50 (steady state)"}
-        if ost:
+        if ost and args.peer == "marian":
+            rec.update(peer="Marian 1.12 s2s (GRU)", peer_value=round(ost["steady_tok_s"], 1),
+                       ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1),
+                       peer_loop_tok_s=round(ost["loop_tok_s"], 1), peer_peak_rss_mb=round(orun.maxrss_mb),
+                       flops_note=flops_line(dest, txt, w / "marian"))
+        if ost and args.peer == "opennmt":
             rec.update(peer="OpenNMT-py 3.5.1", peer_value=round(ost["steady_tok_s"], 1),
                        ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1), peer_loop_tok_s=round(ost["loop_tok_s"], 1),
                        peer_peak_rss_mb=round(orun.maxrss_mb), ratio_vs_opennmt=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3),

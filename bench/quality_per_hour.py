@@ -249,13 +249,19 @@ def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam:
     raise ValueError(system)
 
 
-def translate(args: argparse.Namespace, system: str, ckpt: Path, split: str, beam: int, w: Path, out: Path, txt: Path,
+def sources(args: argparse.Namespace, split: str, txt: Path) -> dict[bool, Path]:
+    """A split's source side: raw text (False) for nmtkit, BPE pieces (True) for the peers."""
+    return {False: Path(f"{bl.raw_prefix(args.data, split)}.en"), True: txt / f"{split}.en"}
+
+
+def translate(args: argparse.Namespace, system: str, ckpt: Path, source: dict[bool, Path], beam: int, w: Path, out: Path,
               threads: int = 1, extra: tuple = (), core: int | None = None) -> bl.Run:
-    """Translate one split into detokenized text ``out``; returns the timed run."""
+    """Translate ``source`` (see ``sources``) into detokenized text ``out``; returns the timed run
+    (the command alone: turning a peer's pieces into text afterwards is not timed)."""
     from translate import fairseq_hyps, unbpe_detok
 
     cmd, env, pieces = decode_cmd(args, system, ckpt, w, beam, threads, extra)
-    src = txt / f"{split}.en" if pieces else Path(f"{bl.raw_prefix(args.data, split)}.en")
+    src = source[pieces]
     raw_out = out.with_suffix(".raw")
     pin = ["taskset", "-c", str(core)] if core is not None else []
     run = bl.run_cmd(pin + cmd, out.with_suffix(".log"), stdin=src, stdout=raw_out, env=env, quiet=True)
@@ -293,7 +299,7 @@ def eval_one(args: argparse.Namespace, system: str, core: int, txt: Path, work: 
     curve = []
     for label, ck in checkpoints(system, w):
         hyp = ev / f"valid.{label}.de"
-        translate(args, system, ck, "valid", 1, w, hyp, txt, core=core)
+        translate(args, system, ck, sources(args, "valid", txt), 1, w, hyp, core=core)
         s = scores(hyp, Path(f"{bl.raw_prefix(args.data, 'valid')}.de"))
         curve.append({"checkpoint": label, "path": str(ck), "wall_s": round(ck.stat().st_mtime - info["start"], 1),
                       "valid_bleu": s["bleu"]})
@@ -302,7 +308,7 @@ def eval_one(args: argparse.Namespace, system: str, core: int, txt: Path, work: 
         sys.exit(f"{system}: no checkpoint in {w / 'ckpt'} (was it trained for less than an epoch?)")
     best = max(curve, key=lambda c: c["valid_bleu"])
     hyp = ev / "test2016.beam5.de"
-    translate(args, system, Path(best["path"]), "test", 5, w, hyp, txt, core=core)
+    translate(args, system, Path(best["path"]), sources(args, "test", txt), 5, w, hyp, core=core)
     result = {**info, "curve": curve, "best": best, "test": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'test')}.de"))}
     done.write_text(json.dumps(result, indent=2) + "\n")
     return result

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Translation speed on trained models: nmtkit against OpenNMT-py, fairseq and Marian, CPU.
+
+The models are the ones bench/quality_per_hour.py trained for the same wall time (each system's
+checkpoint with the best greedy valid BLEU), so every system decodes at its trained quality.
+test2016, beam 5, batch 64, at each ``--threads``; every command runs ``--repeat`` times and
+the fastest run is kept, and so is the fastest of the same command on the first sentence alone,
+so that sentences/s is given both for the whole command and net of start-up.
+
+Paths, each with the BLEU and chrF of its own output:
+
+* like for like, float32: ``nmtkit-fp32``, ``opennmt-fp32``, ``fairseq-fp32`` (fairseq-interactive),
+  ``marian-fp32``;
+* fast paths: nmtkit ``bf16``, ``int8`` and ``int8+shortlist`` (the table: the model
+  force-aligns its training data, top 50 per source word, plus the 100 most frequent targets);
+  Marian ``packed8`` (``--gemm-type packed8``) and ``packed8+shortlist`` (``--shortlist lex 100
+  50``: the same 100 + 50, from eflomal alignments of the same BPE training pieces).
+
+Records (``--record``): one ``translate_speed`` record per nmtkit path and peer it is compared
+with (fp32 against each peer's fp32; nmtkit's fastest path against Marian's fastest and against
+OpenNMT-py's fp32), with ``sent_s``, ``sent_s_net``, ``bleu`` of both sides and the ratio.
+Run it alone, on a quiet machine.
+
+    python bench/translate_speed.py --work /root/qph --record
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import benchlib as bl
+from quality_per_hour import SYSTEMS, decode_cmd, scores, sources, translate
+
+#: timed paths per toolkit: label -> extra decoder flags ({table} / {lex}: the shortlist files)
+PATHS = {
+    "nmtkit": {"fp32": ["--amp", "none"], "bf16": ["--amp", "bf16"], "int8": ["--quantize", "int8", "--amp", "none"],
+               "int8+shortlist": ["--quantize", "int8", "--amp", "none", "--shortlist", "{table}"]},
+    "opennmt": {"fp32": []},
+    "fairseq": {"fp32": []},
+    "marian": {"fp32": [], "packed8": ["--gemm-type", "packed8"],
+               "packed8+shortlist": ["--gemm-type", "packed8", "--shortlist", "{lex}", "100", "50"]},
+}
+
+
+def marian_lex(args: argparse.Namespace, txt: Path, out: Path) -> Path:
+    """Marian's lexical shortlist (``target source p(target|source)`` lines) from eflomal's
+    forward alignments of the BPE training pieces (not timed)."""
+    lex = out / "lex.s2t"
+    if lex.is_file():
+        return lex
+    fwd = out / "train.fwd.align"
+    bl.run_cmd([Path(args.peers) / "eflomal" / "bin" / "eflomal-align", "-s", txt / "train.en", "-t", txt / "train.de",
+                "-f", fwd, "--overwrite"], out / "eflomal.log")
+    counts: dict[str, Counter] = defaultdict(Counter)
+    src_lines = (txt / "train.en").read_text(encoding="utf-8").splitlines()
+    tgt_lines = (txt / "train.de").read_text(encoding="utf-8").splitlines()
+    for s, t, a in zip(src_lines, tgt_lines, fwd.read_text(encoding="utf-8").splitlines()):
+        sw, tw = s.split(), t.split()
+        for link in a.split():
+            i, j = map(int, link.split("-"))
+            counts[sw[i]][tw[j]] += 1
+    with open(lex, "w", encoding="utf-8") as fh:
+        for sw, c in counts.items():
+            total = sum(c.values())
+            for tw, n in c.items():
+                fh.write(f"{tw} {sw} {n / total:.6f}\n")
+    return lex
+
+
+def toolkit(system: str) -> str:
+    return "nmtkit" if system.startswith("nmtkit") else system
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_common_args(ap)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="threads of every decoder (default: 1 2)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs per command, the fastest kept (default: %(default)s)")
+    ap.add_argument("--nmtkit-run", choices=[s for s in SYSTEMS if s.startswith("nmtkit")], default=None,
+                    help="which nmtkit model of the quality run to time (default: nmtkit-fp32 if it was trained, else nmtkit-bf16)")
+    args = ap.parse_args()
+    work = Path(args.work)
+    runs = {s: json.loads((work / s / "eval.json").read_text()) for s in SYSTEMS if (work / s / "eval.json").is_file()}
+    nmtkit_run = args.nmtkit_run or next((s for s in ("nmtkit-fp32", "nmtkit-bf16") if s in runs), None)
+    systems = [s for s in runs if not s.startswith("nmtkit") or s == nmtkit_run]
+    if nmtkit_run not in runs:
+        raise SystemExit(f"no evaluated nmtkit model in {work}: run bench/quality_per_hour.py first")
+    txt, out = work / "bpe", work / "translate_speed"
+    out.mkdir(exist_ok=True)
+    from quality import shortlist_table
+
+    files = {"{table}": str(shortlist_table(Path(runs[nmtkit_run]["best"]["path"]), work / "data", out))}
+    if "marian" in runs:
+        files["{lex}"] = str(marian_lex(args, txt, out))
+    test = sources(args, "test", txt)
+    ref = Path(f"{bl.raw_prefix(args.data, 'test')}.de")
+    n_sent = bl.count_lines(test[False])
+    load_before = bl.uptime_line()
+    print(load_before, flush=True)
+    results, cmds = [], []
+    with tempfile.TemporaryDirectory(prefix="nmtkit-tspeed-") as tmp:
+        one = {k: Path(tmp) / f"one.{int(k)}.en" for k in (False, True)}
+        for k, path in test.items():
+            one[k].write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+        for threads in args.threads:
+            for system in systems:
+                ckpt, w = Path(runs[system]["best"]["path"]), work / system
+                for label, flags in PATHS[toolkit(system)].items():
+                    extra = tuple(files.get(f, f) for f in flags)
+                    hyp = out / f"{toolkit(system)}.{label}.t{threads}.de"
+                    full = min((translate(args, system, ckpt, test, 5, w, hyp, threads, extra) for _ in range(args.repeat)),
+                               key=lambda r: r.wall)
+                    short = min((translate(args, system, ckpt, one, 5, w, Path(tmp) / "one.de", threads, extra)
+                                 for _ in range(args.repeat)), key=lambda r: r.wall)
+                    sc = scores(hyp, ref)
+                    cmd, env, pieces = decode_cmd(args, system, ckpt, w, 5, threads, extra)
+                    cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + f" < {test[pieces]}")
+                    results.append({"toolkit": toolkit(system), "path": label, "threads": threads, "wall": full.wall,
+                                    "sent_s": n_sent / full.wall, "sent_s_net": n_sent / max(full.wall - short.wall, 1e-9),
+                                    "startup_s": short.wall, "bleu": sc["bleu"], "chrf": sc["chrf"], "rss_mb": full.maxrss_mb,
+                                    "model": system})
+                    r = results[-1]
+                    print(f"t{threads} {r['toolkit']}-{label}: {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), "
+                          f"BLEU {r['bleu']}", flush=True)
+    load_after = bl.uptime_line()
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    body, records = report(results, runs, nmtkit_run)
+    print(body)
+    if args.record:
+        bl.append_results(bl.section("Translation speed on the quality-per-hour models, test2016", bl.machine_info(), load_before,
+                                     load_after, f"models trained at {runs[nmtkit_run]['commit']}", body, cmds))
+        bl.append_jsonl(records, {"bench": "translate_speed", "load": {"before": load_before, "after": load_after}})
+
+
+def report(results: list[dict], runs: dict, nmtkit_run: str) -> tuple[str, list[dict]]:
+    """The RESULTS.md table and the translate_speed records (nmtkit path against peer path)."""
+    rows = [[f"{r['toolkit']}-{r['path']}", r["threads"], f"{r['wall']:.1f}", f"{r['sent_s']:.1f}", f"{r['sent_s_net']:.1f}",
+             f"{r['startup_s']:.1f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}", f"{r['rss_mb']:.0f}"] for r in results]
+    body = (f"Each system's model from the quality-per-hour run (nmtkit: {nmtkit_run}), test2016 (1,000 sentences), beam 5, "
+            "batch 64; fastest of the repeats; net = without the start-up (the same command on one sentence).\n\n"
+            + bl.md_table(["system-path", "threads", "wall s", "sent/s", "net sent/s", "start-up s", "BLEU", "chrF", "peak RSS MB"], rows)
+            + "\n")
+    by = {(r["toolkit"], r["path"], r["threads"]): r for r in results}
+    pairs = [(("nmtkit", "fp32"), (p, "fp32"), "like for like, float32") for p in ("opennmt", "fairseq", "marian")]
+    fastest = {}
+    for t in {r["threads"] for r in results}:
+        for tk in ("nmtkit", "marian"):
+            cands = [r for r in results if r["toolkit"] == tk and r["threads"] == t]
+            if cands:
+                fastest[tk, t] = max(cands, key=lambda r: r["sent_s"])["path"]
+    records, lines = [], []
+    for t in sorted({r["threads"] for r in results}):
+        todo = [(a, b, what) for a, b, what in pairs]
+        if ("nmtkit", t) in fastest:
+            nf = ("nmtkit", fastest["nmtkit", t])
+            todo += [(nf, ("marian", fastest["marian", t]), "fastest against fastest")] if ("marian", t) in fastest else []
+            todo += [(nf, ("opennmt", "fp32"), "nmtkit's fastest against OpenNMT-py's float32")]
+        for (atk, apath), (btk, bpath), what in todo:
+            a, b = by.get((atk, apath, t)), by.get((btk, bpath, t))
+            if not a or not b:
+                continue
+            ratio = a["sent_s"] / b["sent_s"]
+            lines.append(f"- {t} thread(s), {what}: nmtkit-{apath} {a['sent_s']:.1f} sent/s (BLEU {a['bleu']:.2f}) against "
+                         f"{btk}-{bpath} {b['sent_s']:.1f} (BLEU {b['bleu']:.2f}): **{ratio:.2f}x** whole command, "
+                         f"{a['sent_s_net'] / b['sent_s_net']:.2f}x net of start-up")
+            records.append({"system": f"nmtkit-{apath}", "peer": f"{btk}-{bpath}", "comparison": what, "threads": t,
+                            "amp": "bf16" if apath == "bf16" else "none", "beam": 5, "batch_size": 64,
+                            "ratio": round(ratio, 3), "nmtkit": round(a["sent_s"], 2), "peer_value": round(b["sent_s"], 2),
+                            "sent_s": round(a["sent_s"], 2), "sent_s_net": round(a["sent_s_net"], 2),
+                            "peer_sent_s_net": round(b["sent_s_net"], 2), "bleu": a["bleu"], "peer_bleu": b["bleu"],
+                            "chrf": a["chrf"], "peer_chrf": b["chrf"], "model": a["model"], "peer_model": b["model"],
+                            "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run"})
+    return body + "\n" + "\n".join(lines) + "\n", records
+
+
+if __name__ == "__main__":
+    main()

@@ -231,6 +231,22 @@ def test_translate_output_over_its_input_is_refused(ckpt, src, tmp_path):
     assert src.read_bytes() == before
 
 
+def test_two_outputs_in_one_file_are_refused(ckpt, src, tmp_path):
+    out = tmp_path / "out.txt"
+    out.write_text("kept\n")
+    for second in (out, tmp_path / "sub" / ".." / "out.txt"):
+        res = CliRunner().invoke(translate, tr_args(ckpt, "--input", str(src), "--output", str(out),
+                                                    "--alignment-file", str(second)))
+        assert res.exit_code == 1, res.output
+        assert one_line(res.output).startswith(f"nmtkit-translate: error: {second}: --alignment-file is the same file as --output")
+    assert out.read_text() == "kept\n"
+    res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(src), "--target", str(src), "--output", str(out),
+                                     "--build-dict", str(out)])
+    assert res.exit_code == 1 and "is the same file as --output" in one_line(res.output)
+    res = CliRunner().invoke(translate, tr_args(ckpt, "--input", str(src), "--output", os.devnull, "--alignment-file", os.devnull))
+    assert res.exit_code == 0, res.output
+
+
 def test_other_commands_refuse_outputs_over_inputs(ckpt, src, tmp_path, data_dir):
     before = src.read_bytes(), ckpt.read_bytes()
     cases = [

@@ -51,12 +51,19 @@ def _existing_parents(path: Path) -> list[Path]:
 
 
 def refuse_outputs_over_inputs(outputs: Iterable[tuple[str, PathLike]], inputs: Iterable[tuple[str, PathLike]]) -> None:
-    """Raise a one-line :class:`NmtkitError` if an output is, lies inside or contains an input.
+    """Raise a one-line :class:`NmtkitError` if an output is, lies inside or contains an input, or
+    if two outputs are one file (devices and ``-`` excepted: writes to them do not replace).
 
     ``outputs`` and ``inputs`` are ``(option, path)`` pairs; None paths are skipped.  The message
     names both options and paths as the user gave them, and suggests no ``--overwrite``.
     """
     given_inputs = [(opt, p) for opt, p in inputs if p is not None and os.fspath(p) != ""]
+    outputs = [(opt, p) for opt, p in outputs if p is not None and os.fspath(p) != ""]
+    for k, (opt_a, a) in enumerate(outputs):  # two outputs in one file: the second would replace the first
+        for opt_b, b in outputs[k + 1:]:
+            if relation(b, a) == "is":
+                raise NmtkitError(f"{os.fspath(b)}: {opt_b} is the same file as {opt_a} {os.fspath(a)}; "
+                                  f"one would replace the other: give them different files")
     for out_opt, out in outputs:
         if out is None or os.fspath(out) == "":
             continue

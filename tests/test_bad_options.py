@@ -64,10 +64,13 @@ def test_bad_devices_are_one_line_in_every_command(cmd, device, data_dir, tmp_pa
 # -- seeds and sizes ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", ["99999999999999999999", "18446744073709551616"])
 def test_a_seed_out_of_range_is_a_usage_error_with_the_range(seed):
-    res = CliRunner().invoke(train, ["data", "--seed", seed])
-    assert res.exit_code == 2
-    line = one_line(res.output)
-    assert "--seed" in line and "0<=x<=18446744073709551615" in line, line
+    from nmtkit.cli.sample import command as sample
+
+    for cmd, args in ((train, ["data"]), (sample, ["out"])):  # one range for every --seed
+        res = CliRunner().invoke(cmd, [*args, "--seed", seed])
+        assert res.exit_code == 2
+        line = one_line(res.output)
+        assert "--seed" in line and "0<=x<=18446744073709551615" in line, line
 
 
 def test_the_largest_seed_is_accepted():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import SEED, NmtkitCommand, console, handle_errors
 from nmtkit.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.utils.textio import atomic_directory
 
@@ -18,7 +18,7 @@ PROG = "nmtkit-sample"
 @click.command("sample", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--out", "out_dir", required=True, metavar="DIR",
               help="Directory for train/valid/test.{en,de,align}; must be new or empty.")
-@click.option("--seed", default=1, show_default=True, type=click.IntRange(min=0), help="Random seed; same seed, same files.")
+@click.option("--seed", default=1, show_default=True, type=SEED, help="Random seed; same seed, same files.")
 @click.option("--train", "n_train", default=20000, show_default=True, type=click.IntRange(min=1),
               help="Training sentence pairs.")
 @click.option("--valid", "n_valid", default=500, show_default=True, type=click.IntRange(min=1),

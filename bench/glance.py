@@ -29,32 +29,51 @@ def stamp(r: dict) -> str:
 
 def train_rows(records: list[dict]) -> Iterable[list[str]]:
     for system, label in (("nmtkit-fp32", "like for like: float32 vs float32"), ("nmtkit-bf16", "fast path: bf16 autocast vs float32")):
-        for threads in (1, 2):
-            r = latest(records, bench="train_speed", system=system, threads=threads)
-            if r is not None:
-                yield [f"train {r['arch']}, batch 64, {threads} thread(s), {label}", f"{r['nmtkit']:,.0f} tgt tok/s steady",
-                       f"OpenNMT-py {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", stamp(r)]
+        for peer in ("OpenNMT-py", "Marian"):
+            for threads in (1, 2):
+                found = [r for r in records if r.get("bench") == "train_speed" and r.get("system") == system
+                         and r.get("threads") == threads and str(r.get("peer", "OpenNMT-py")).startswith(peer)]
+                if found:
+                    r = found[-1]
+                    yield [f"train {r['arch']}, batch 64, {threads} thread(s), {label}", f"{r['nmtkit']:,.0f} tgt tok/s steady",
+                           f"{peer} {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", stamp(r)]
 
 
 def decode_rows(records: list[dict]) -> Iterable[list[str]]:
     for system in ("nmtkit-fp32", "nmtkit-bf16", "nmtkit-int8", "nmtkit-int8+shortlist"):
         for threads in (1, 2):
-            r = latest(records, bench="translate_speed", system=system, threads=threads)
-            if r is not None and "sent_s" in r:
+            found = [r for r in records if r.get("bench") == "translate_speed" and r.get("system") == system
+                     and r.get("threads") == threads and "sent_s" in r and "peer" not in r]
+            if found:
+                r = found[-1]
                 yield [f"translate test2016 beam 5, {threads} thread(s), recipe model, {system[7:]}",
                        f"{r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net of start-up), BLEU {r['bleu']:.2f}",
                        f"float32 BLEU {r['bleu_fp32']:.2f}" if r.get("bleu_fp32") is not None else "", "", stamp(r)]
 
 
-def peer_decode_rows(records: list[dict]) -> Iterable[list[str]]:
-    for system, label in (("nmtkit", "like for like: float32"), ("nmtkit+int8+shortlist", "fast path: int8 + shortlist")):
-        for threads in (1, 2):
-            r = latest(records, bench="translate_speed", system=system, threads=threads)
-            if r is not None and "nmtkit_sent_s" in r:
-                yield [f"translate test2016 beam 5, {threads} thread(s), {label} (models of the speed bench)",
-                       f"{r['nmtkit_sent_s']:.1f} sent/s, BLEU {r['bleu']:.2f}",
-                       f"OpenNMT-py {r['peer_sent_s']:.1f} sent/s, BLEU {r.get('bleu_opennmt', float('nan')):.2f}",
-                       f"{r['ratio_vs_opennmt']:.2f}x", stamp(r)]
+def peer_decode_rows(records: list[dict], fast: bool) -> Iterable[list[str]]:
+    """Translation against the peers on the quality-per-hour models: float32 pairs, or the fast-path pairs."""
+    for threads in (1, 2):
+        newest: dict[str, dict] = {}
+        for r in records:
+            if r.get("bench") == "translate_speed" and r.get("threads") == threads and "comparison" in r:
+                newest[r["comparison"] + r["peer"]] = r
+        for r in newest.values():
+            if (r["comparison"] == "like for like, float32") == fast:
+                continue
+            yield [f"translate test2016 beam 5, {threads} thread(s), {r['comparison']} (quality-per-hour models)",
+                   f"{r['system']} {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), BLEU {r['bleu']:.2f}",
+                   f"{r['peer']} {r['peer_value']:.1f} sent/s ({r['peer_sent_s_net']:.1f} net), BLEU {r['peer_bleu']:.2f}",
+                   f"{r['ratio']:.2f}x", stamp(r)]
+
+
+def hour_rows(records: list[dict]) -> Iterable[list[str]]:
+    newest = {r["system"]: r for r in records if r.get("bench") == "quality_per_hour"}
+    for system in ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq"):
+        if system in newest:
+            r = newest[system]
+            yield [f"quality per CPU-hour: {system}, {r['train_wall_s'] / 3600:.2f} h on one core, test2016 beam 5",
+                   f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}", "", "", stamp(r)]
 
 
 def quality_rows(records: list[dict]) -> Iterable[list[str]]:
@@ -85,7 +104,8 @@ def other_rows(records: list[dict]) -> Iterable[list[str]]:
 
 
 def glance(records: list[dict]) -> str:
-    rows = [*train_rows(records), *peer_decode_rows(records), *decode_rows(records), *quality_rows(records), *other_rows(records)]
+    rows = [*train_rows(records), *peer_decode_rows(records, fast=False), *hour_rows(records), *peer_decode_rows(records, fast=True),
+            *decode_rows(records), *quality_rows(records), *other_rows(records)]
     return (f"{START}\nAt a glance: the newest record of each kind in results.jsonl (like for like first, then fast paths; "
             "sections below have the machine, load and commands).\n\n"
             + bl.md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "recorded"], rows) + f"\n{END}\n")

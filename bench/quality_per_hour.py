@@ -229,14 +229,16 @@ def checkpoints(system: str, w: Path) -> list[tuple[str, Path]]:
 
 
 def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam: int, threads: int = 1,
-               extra: tuple = ()) -> tuple[list, dict, bool]:
-    """(command reading the source on stdin, environment, whether it reads and writes BPE pieces)."""
+               extra: tuple = (), files: tuple = ("/dev/stdin", "/dev/stdout")) -> tuple[list, dict, bool]:
+    """(command reading the source on stdin and writing to stdout, environment, whether it reads and
+    writes BPE pieces).  OpenNMT-py reads and writes the ``files`` (source, output) instead: its
+    ``-output /dev/stdout`` would truncate a redirected stdout under its own timing line."""
     env = bl.thread_env(threads)
     if system.startswith("nmtkit"):
         return ["nmtkit-translate", "--path", ckpt, "--beam", beam, "--batch-size", BATCH, "--threads", threads,
                 "--device", "cpu", *extra], env, False
     if system == "opennmt":
-        return [peer_bin(args, "opennmt", "onmt_translate"), "-model", ckpt, "-src", "/dev/stdin", "-output", "/dev/stdout",
+        return [peer_bin(args, "opennmt", "onmt_translate"), "-model", ckpt, "-src", files[0], "-output", files[1],
                 "-beam_size", beam, "-batch_size", BATCH, "-gpu", "-1", *extra], {**env, **bl.ONMT_ENV}, True
     if system == "marian":
         vocab = w / "vocab.yml"
@@ -260,11 +262,13 @@ def translate(args: argparse.Namespace, system: str, ckpt: Path, source: dict[bo
     (the command alone: turning a peer's pieces into text afterwards is not timed)."""
     from translate import fairseq_hyps, unbpe_detok
 
-    cmd, env, pieces = decode_cmd(args, system, ckpt, w, beam, threads, extra)
-    src = source[pieces]
     raw_out = out.with_suffix(".raw")
+    src = source[not system.startswith("nmtkit")]  # the peers read and write BPE pieces
+    cmd, env, pieces = decode_cmd(args, system, ckpt, w, beam, threads, extra, files=(src, raw_out))
     pin = ["taskset", "-c", str(core)] if core is not None else []
-    run = bl.run_cmd(pin + cmd, out.with_suffix(".log"), stdin=src, stdout=raw_out, env=env, quiet=True)
+    to_file = system == "opennmt"  # writes raw_out itself
+    run = bl.run_cmd(pin + cmd, out.with_suffix(".log"), stdin=None if to_file else src, stdout=None if to_file else raw_out,
+                     env=env, quiet=True)
     if system == "fairseq":
         fairseq_hyps(raw_out, raw_out)
     if pieces:

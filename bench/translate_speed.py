@@ -117,8 +117,10 @@ def main() -> None:
                     short = min((translate(args, system, ckpt, one, 5, w, Path(tmp) / "one.de", threads, extra)
                                  for _ in range(args.repeat)), key=lambda r: r.wall)
                     sc = scores(hyp, ref)
-                    cmd, env, pieces = decode_cmd(args, system, ckpt, w, 5, threads, extra)
-                    cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + f" < {test[pieces]}")
+                    src = test[not system.startswith("nmtkit")]
+                    cmd, env, _ = decode_cmd(args, system, ckpt, w, 5, threads, extra, files=(src, hyp.with_suffix(".raw")))
+                    redirect = "" if system == "opennmt" else f" < {src} > {hyp.with_suffix('.raw')}"
+                    cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + redirect)
                     results.append({"toolkit": toolkit(system), "path": label, "threads": threads, "wall": full.wall,
                                     "sent_s": n_sent / full.wall, "sent_s_net": n_sent / max(full.wall - short.wall, 1e-9),
                                     "startup_s": short.wall, "bleu": sc["bleu"], "chrf": sc["chrf"], "rss_mb": full.maxrss_mb,

@@ -353,7 +353,12 @@ def report(args: argparse.Namespace, work: Path) -> None:
                          "checkpoints", "train wall (min)", "commit", "trained beside"], rows)
             + f"\n\n![BLEU against wall time]({PICTURE.name})\n\nEach system trained on one core (taskset) for "
             f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the checkpoint with the best "
-            f"greedy valid BLEU. Signature: {results[0]['test']['signature']}.\n")
+            f"greedy valid BLEU. Signature: {results[0]['test']['signature']}.\n\nLoad of each pair's training "
+            "(uptime before and after; the two systems of a pair shared the machine, one core each):\n\n"
+            + "".join(f"- {r['system']}: before `{r.get('load_before', '?')}`; after `{r.get('load_after', '?')}`\n" for r in results)
+            + "\nValid BLEU (greedy) per checkpoint, minute: BLEU:\n\n"
+            + "".join(f"- {r['system']}: " + ", ".join(f"{x['wall_s'] / 60:.0f}: {x['valid_bleu']:.2f}" for x in r["curve"]) + "\n"
+                      for r in results))
     print(body)
     if not args.record:
         return

@@ -82,6 +82,10 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--eval-bleu-beam", default=5, show_default=True, type=click.IntRange(min=1))
 @click.option("--eval-bleu-max-sentences", default=0, show_default=True, type=click.IntRange(min=0), help="Translate only the first N valid sentences (0: all).")
 @click.option("--best-checkpoint-metric", type=click.Choice(["loss", "bleu"]), default="loss", show_default=True, help="What checkpoint_best.pt, --patience and the plateau schedule follow (bleu needs --eval-bleu).")
+@click.option("--ema-decay", default=0.0, show_default=True, type=FiniteFloat(0, 1, max_open=True),
+              help="Average the weights over the updates (exponential moving average with this decay, e.g. 0.9999; "
+                   "0: off). Validation, --eval-bleu and the checkpoints' weights use the average, as Marian's "
+                   "--exponential-smoothing does; training goes on from the raw weights.")
 @click.option("--keep-last", default=0, show_default=True, type=click.IntRange(min=0), help="Keep only the last N checkpoint{epoch}.pt files (0: all).")
 @click.option("--guided-alignment-weight", default=0.0, show_default=True, type=FiniteFloat(min=0),
               help="Guided alignment: add this weight times a loss between the attention and the links stored by "

@@ -208,3 +208,15 @@ def plot_length_buckets(path: str | os.PathLike, bucket_labels: Sequence[str],
         ax.set_title(title)
     _save_png(fig, path)
     return fig
+
+
+def plot_epoch_records(path: str | Path, records: list[dict], title: str) -> None:
+    """The training learning curve from the trainer's per-epoch records (those with a valid
+    perplexity): valid and train perplexity, and valid BLEU when --eval-bleu logged it."""
+    hist = [r for r in records if "valid_ppl" in r]
+    if not hist:
+        return
+    bleu = [r.get("valid_bleu") for r in hist]
+    plot_learning_curve(path, [r["valid_ppl"] for r in hist], train_ppl=[r["train_ppl"] for r in hist],
+                        epochs=[r["epoch"] for r in hist], title=title,
+                        valid_bleu=bleu if any(b is not None for b in bleu) else None)

@@ -23,6 +23,11 @@ def training_payload(trainer: Trainer) -> dict:
     """Everything :func:`nmtkit.checkpoint.save_checkpoint` writes for ``trainer``'s current state."""
     data = trainer.data
     payload = model_payload(trainer.model, trainer.opt.arch, data.pipeline(data.src_lang), data.pipeline(data.tgt_lang))
+    ema = trainer.ema
+    if ema is not None:  # the checkpoint's weights are the average; the raw ones go on training
+        with ema.swapped_in(trainer.model):
+            averaged = {k: v.detach().cpu().clone() for k, v in trainer.model.state_dict().items()}
+        raw, payload["model"] = payload["model"], averaged
     payload["data_dir"] = str(data.path.resolve())
     payload["train_options"] = asdict(trainer.opt)
     payload["train_data"] = trainer.train_data_fingerprint()
@@ -33,6 +38,7 @@ def training_payload(trainer: Trainer) -> dict:
         "schedule": trainer.schedule.state_dict(),
         "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
         "rng": rng_state(),
+        "ema": {"updates": ema.updates, "decay": ema.decay, "raw_model": raw} if ema is not None else None,
     }
     return payload
 

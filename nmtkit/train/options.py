@@ -63,6 +63,9 @@ class TrainOptions:
     #: Stop (exit 1) after more than this many consecutive updates with a non-finite loss or
     #: gradient norm (0: at the first); see nmtkit.train.divergence.
     max_nonfinite_updates: int = 10
+    #: Keep an exponential moving average of the weights with this decay (0: off); validation and
+    #: checkpoints use it (nmtkit.train.ema).
+    ema_decay: float = 0.0
 
     def validate(self) -> None:
         """One-line errors for option combinations no single click type can check."""
@@ -74,6 +77,8 @@ class TrainOptions:
             raise NmtkitError("--best-checkpoint-metric bleu needs --eval-bleu")
         if self.guided_alignment_loss not in GUIDED_LOSSES:
             raise NmtkitError(f"--guided-alignment-loss must be one of {', '.join(GUIDED_LOSSES)}, got {self.guided_alignment_loss!r}")
+        if not 0.0 <= self.ema_decay < 1.0:
+            raise NmtkitError(f"--ema-decay must be in [0, 1), got {self.ema_decay}")
         if self.guided_alignment_weight < 0:
             raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
 

@@ -119,7 +119,7 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
     if refused:
         raise NmtkitError(f"{last} cannot continue with changed options: {'; '.join(refused)}. "
                           "Rerun with the checkpoint's options, start that part fresh with the flag named, or use another --save-dir")
-    trainer.model.load_state_dict(ckpt["model"])
+    notes += _restore_weights(trainer, ckpt, ts, state.update)
     notes += _restore_optimizer_and_lr(trainer, ts, old, reset_optimizer, reset_lr_scheduler)
     if old.get("best_checkpoint_metric") != trainer.opt.best_checkpoint_metric:
         # the schedule's best value and the patience count were kept in the old metric's units
@@ -140,6 +140,21 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
     head = (f"resuming from {last}: epoch {state.epoch} ({state.batches_done} batches done), "
             f"update {state.update}, lr {lr:g}")
     return "\n".join([head, *(f"  {n}" for n in notes)])
+
+
+def _restore_weights(trainer: Trainer, ckpt: dict, ts: dict, update: int) -> list[str]:
+    """The weights training goes on from, and the --ema-decay average; returns the notes.  A
+    checkpoint written with --ema-decay holds the average as its weights and the raw ones in its
+    training state (nmtkit.train.ema)."""
+    saved_ema = ts.get("ema")
+    trainer.model.load_state_dict(saved_ema["raw_model"] if saved_ema else ckpt["model"])
+    if trainer.ema is None:
+        return ["--ema-decay 0: the weight average ends here; training goes on from the raw weights"] if saved_ema else []
+    if saved_ema:
+        trainer.ema.load(ckpt["model"], saved_ema["updates"])
+        return []
+    trainer.ema = type(trainer.ema)(trainer.model, trainer.ema.decay)
+    return [f"--ema-decay {trainer.ema.decay:g}: the weight average starts at update {update}"]
 
 
 def _check_same_model(trainer: Trainer, ckpt: dict, last: Path) -> None:

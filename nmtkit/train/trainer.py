@@ -28,6 +28,7 @@ from nmtkit.train import distributed as distmod
 from nmtkit.train import resume
 from nmtkit.train.checkpoints import prune_epoch_checkpoints, training_payload
 from nmtkit.train.display import TrainDisplay
+from nmtkit.train.ema import WeightAverage, averaged
 from nmtkit.train.divergence import DivergenceGuard, Diverged, weights_problem
 from nmtkit.train.guided import check_guided_alignment, gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
@@ -75,6 +76,7 @@ class Trainer:
         check_guided_alignment(opt.guided_alignment_weight, opt.arch, self.model, self.train_set.alignments is not None,
                                f"{self.data.path} has no alignments for split {opt.train_subset!r}")
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
+        self.ema = WeightAverage(self.model, opt.ema_decay) if opt.ema_decay > 0 else None
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)
         self.state = TrainState()
         self.amp_dtype = resolve_amp(self.opt.amp, self.device, training=True)
@@ -197,6 +199,8 @@ class Trainer:
             self.scaler.update()
         elif math.isfinite(gnorm) and math.isfinite(nll_sum + align_sum):
             self.optimizer.step()
+        if self.ema is not None and math.isfinite(gnorm) and math.isfinite(nll_sum + align_sum):
+            self.ema.update(self.model)
         self.optimizer.zero_grad(set_to_none=True)
         return {"nll": nll_sum, "ntokens": ntokens, "gnorm": gnorm, "sentences": int(sentences), "align": align_sum,
                 "loss_scale": loss_scale}
@@ -207,7 +211,8 @@ class Trainer:
         """Loss and perplexity on the valid split; None without one.  A signal ends it at once."""
         if self.valid_set is None:
             return None
-        return valid_loss(self.model, self.valid_set, self.opt.max_tokens, self.opt.batch_size, self.device, self.amp_dtype)
+        with averaged(self.ema, self.model):
+            return valid_loss(self.model, self.valid_set, self.opt.max_tokens, self.opt.batch_size, self.device, self.amp_dtype)
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self) -> TrainState:
@@ -335,9 +340,10 @@ class Trainer:
 
         t0 = time.perf_counter()
         display.message(f"translating {self.valid_set.split} for BLEU (beam {self.opt.eval_bleu_beam})...")
-        r = valid_bleu(self.model, self.valid_set, self.data.pipeline(self.data.tgt_lang), self.device,
-                       beam=self.opt.eval_bleu_beam, max_sentences=self.opt.eval_bleu_max_sentences or None,
-                       amp_dtype=resolve_amp(self.opt.amp, self.device))  # what nmtkit-translate --amp would use
+        with averaged(self.ema, self.model):
+            r = valid_bleu(self.model, self.valid_set, self.data.pipeline(self.data.tgt_lang), self.device,
+                           beam=self.opt.eval_bleu_beam, max_sentences=self.opt.eval_bleu_max_sentences or None,
+                           amp_dtype=resolve_amp(self.opt.amp, self.device))  # what nmtkit-translate --amp would use
         return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
                 "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}
 
@@ -383,19 +389,7 @@ class Trainer:
         return False
 
     def _plot_curve(self) -> None:
-        if not self.dist.is_main or not self.state.finished_epochs:
-            return
-        from nmtkit.evaluate.plots import plot_learning_curve
+        if self.dist.is_main and self.state.finished_epochs:
+            from nmtkit.evaluate.plots import plot_epoch_records
 
-        hist = [r for r in self.state.finished_epochs if "valid_ppl" in r]
-        if hist:
-            bleu = [r.get("valid_bleu") for r in hist]
-            plot_learning_curve(
-                self.save_dir / "learning_curve.png",
-                [r["valid_ppl"] for r in hist],
-                train_ppl=[r["train_ppl"] for r in hist],
-                epochs=[r["epoch"] for r in hist],
-                title=f"{self.opt.arch} on {self.data.pair}",
-                valid_bleu=bleu if any(b is not None for b in bleu) else None,
-            )
-
+            plot_epoch_records(self.save_dir / "learning_curve.png", self.state.finished_epochs, f"{self.opt.arch} on {self.data.pair}")

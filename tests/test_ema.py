@@ -1,0 +1,75 @@
+"""--ema-decay: the weight average, the checkpoints that hold it, and an exact resume."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from torch import nn
+
+from nmtkit.checkpoint import load_checkpoint
+from nmtkit.cli.train import command as train
+from nmtkit.train.ema import WeightAverage
+
+
+def test_the_average_follows_the_warmed_up_recurrence_and_swaps_back():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    ema = WeightAverage(model, 0.99)
+    expected = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for k in range(1, 30):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p))
+        d = min(0.99, (1 + k) / (10 + k))
+        for n, p in model.named_parameters():
+            expected[n] = d * expected[n] + (1 - d) * p.detach()
+        ema.update(model)
+    raw = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for n in expected:
+        assert torch.allclose(ema.shadow[n], expected[n], atol=1e-6), n
+    with ema.swapped_in(model):
+        for n, p in model.named_parameters():
+            assert torch.equal(p, ema.shadow[n])
+    for n, p in model.named_parameters():
+        assert torch.equal(p, raw[n]), n  # bit for bit after the block
+    with pytest.raises(ValueError):
+        WeightAverage(model, 1.0)
+
+
+def run_train(data: Path, save: Path, *extra: str):
+    args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
+            "--no-progress", "--dropout", "0.3", "--ema-decay", "0.9", *extra]
+    return CliRunner().invoke(train, args)
+
+
+def test_checkpoints_hold_the_average_and_the_raw_weights_resume_exactly(data_dir, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert run_train(data_dir, a, "--max-epoch", "2").exit_code == 0
+    r1 = run_train(data_dir, b, "--max-epoch", "2", "--max-update", "4")
+    assert r1.exit_code == 0, r1.output
+    r2 = run_train(data_dir, b, "--max-epoch", "2")
+    assert r2.exit_code == 0, r2.output
+    ca, cb = load_checkpoint(a / "checkpoint_last.pt"), load_checkpoint(b / "checkpoint_last.pt")
+    for k in ca["model"]:
+        assert torch.equal(ca["model"][k], cb["model"][k]), k
+        assert torch.equal(ca["train_state"]["ema"]["raw_model"][k], cb["train_state"]["ema"]["raw_model"][k]), k
+    assert ca["train_state"]["ema"]["updates"] == cb["train_state"]["ema"]["updates"] > 0
+    moved = [k for k in ca["model"] if not torch.equal(ca["model"][k], ca["train_state"]["ema"]["raw_model"][k])]
+    assert moved, "the checkpoint's weights should be the average, not the raw weights"
+
+
+def test_resuming_without_or_with_a_new_average_says_so(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "2", "--max-update", "3").exit_code == 0
+    raw = load_checkpoint(save / "checkpoint_last.pt")["train_state"]["ema"]["raw_model"]
+    args = [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
+            "--no-progress", "--dropout", "0.3", "--max-epoch", "2", "--max-update", "3"]
+    res = CliRunner().invoke(train, [*args[:-2], "--max-update", "4"])
+    assert res.exit_code == 0, res.output
+    assert "the weight average ends here" in res.output
+    ck = load_checkpoint(save / "checkpoint_last.pt")
+    assert ck["train_state"]["ema"] is None and set(ck["model"]) == set(raw)
+    res = CliRunner().invoke(train, [*args[:-2], "--max-update", "5", "--ema-decay", "0.5"])
+    assert res.exit_code == 0 and "the weight average starts at update 4" in res.output, res.output

@@ -456,26 +456,32 @@ def parse_onmt_train_log(text: str) -> dict:
     }
 
 
-def run_parallel(jobs: list[dict]) -> list[Run]:
-    """Run several commands at the same time (each a dict of run_cmd arguments) and wait for
-    all: on a shared machine, toolkits trained side by side see the same background load."""
-    results: list[Optional[Run]] = [None] * len(jobs)
+def in_parallel(job, n: int) -> list:  # noqa: ANN001 - job(k) for k in 0..n-1
+    """``[job(0), ..., job(n-1)]`` run at the same time in threads; waits for all and re-raises
+    the first failure in the caller's thread."""
+    results: list = [None] * n
     errors: list[BaseException] = []
 
     def one(k: int) -> None:
         try:
-            results[k] = run_cmd(**jobs[k])
+            results[k] = job(k)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             errors.append(exc)
 
-    threads = [threading.Thread(target=one, args=(k,)) for k in range(len(jobs))]
+    threads = [threading.Thread(target=one, args=(k,)) for k in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
         raise errors[0]
-    return [r for r in results if r is not None]
+    return results
+
+
+def run_parallel(jobs: list[dict]) -> list[Run]:
+    """Run several commands at the same time (each a dict of run_cmd arguments) and wait for
+    all: on a shared machine, toolkits trained side by side see the same background load."""
+    return in_parallel(lambda k: run_cmd(**jobs[k]), len(jobs))
 
 
 def thread_env(threads: int) -> dict:

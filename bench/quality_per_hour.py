@@ -184,10 +184,11 @@ def train_one(args: argparse.Namespace, system: str, core: int, dest: Path, txt:
     start = time.time()
     with open(w / "train.log", "w", encoding="utf-8") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env})
-        deadline = start + args.hours * 3600
+        deadline, stopped = start + args.hours * 3600, False
         while proc.poll() is None:
             if kill and time.time() >= deadline:
                 proc.send_signal(signal.SIGTERM)
+                stopped = True
                 try:
                     proc.wait(timeout=300)
                 except subprocess.TimeoutExpired:
@@ -198,7 +199,7 @@ def train_one(args: argparse.Namespace, system: str, core: int, dest: Path, txt:
     info = {"system": system, "start": start, "train_wall_s": wall, "rc": proc.wait(), "core": core,
             "cmds": [shlex.join(map(str, c)) for c in cmds], "env": env, "commit": bl.git_commit(),
             "hours": args.hours}
-    if info["rc"] not in (0, -signal.SIGTERM, 143) and not kill:
+    if info["rc"] != 0 and not (stopped and info["rc"] in (-signal.SIGTERM, 143)):  # a crash, not our deadline
         sys.exit(f"{system}: training failed with status {info['rc']}; see {w / 'train.log'}")
     done.write_text(json.dumps(info, indent=2) + "\n")
     return info
@@ -372,27 +373,6 @@ def report(args: argparse.Namespace, work: Path) -> None:
     bl.append_jsonl(recs, {})
 
 
-def both(job, systems: list[str]) -> None:  # noqa: ANN001 - job(system, core)
-    """Run ``job`` for every system at once, system k on core k; the first failure is re-raised."""
-    import threading
-
-    errors: list[BaseException] = []
-
-    def one(s: str, k: int) -> None:
-        try:
-            job(s, k)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one, args=(s, k)) for k, s in enumerate(systems)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
@@ -411,7 +391,7 @@ def main() -> None:
     dest, txt = prepare(args, work)
     load_before = bl.uptime_line()
     if args.phase == "train":
-        both(lambda s, k: train_one(args, s, k, dest, txt, work), args.systems)
+        bl.in_parallel(lambda k: train_one(args, args.systems[k], k, dest, txt, work), len(args.systems))  # system k on core k
     load_after = bl.uptime_line()
 
     def ev(s: str, k: int) -> None:
@@ -423,7 +403,7 @@ def main() -> None:
         (w / "train.json").write_text(json.dumps(meta, indent=2) + "\n")
         eval_one(args, s, k, txt, work)
 
-    both(ev, args.systems)
+    bl.in_parallel(lambda k: ev(args.systems[k], k), len(args.systems))
 
 
 if __name__ == "__main__":

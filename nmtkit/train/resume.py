@@ -19,6 +19,7 @@ import numpy as np
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.data.dataset import ParallelDataset, make_batches
 from nmtkit.errors import NmtkitError
+from nmtkit.train.ema import WeightAverage
 from nmtkit.train.optim import DEFAULT_LR
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.state import TrainState, set_rng_state
@@ -153,7 +154,7 @@ def _restore_weights(trainer: Trainer, ckpt: dict, ts: dict, update: int) -> lis
     if saved_ema:
         trainer.ema.load(ckpt["model"], saved_ema["updates"])
         return []
-    trainer.ema = type(trainer.ema)(trainer.model, trainer.ema.decay)
+    trainer.ema = WeightAverage(trainer.model, trainer.ema.decay)  # from the weights just loaded
     return [f"--ema-decay {trainer.ema.decay:g}: the weight average starts at update {update}"]
 
 

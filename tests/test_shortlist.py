@@ -103,17 +103,31 @@ def test_table_top_k_by_count_words_through_bpe_and_lowercasing(tmp_path):
     sl = Shortlist.load(table, tgt_pipe, d, k=2, frequent=2, lowercase_source=True)
     idx = d.index
     # dog: der (9) and hund (5, "Hund" -> hu@@ nd); sieht (1) is beyond k=2
-    assert sl.table["dog"].tolist() == sorted([idx["der"], idx["hu@@"], idx["nd"]])
+    assert sl.ids_of("dog").tolist() == sorted([idx["der"], idx["hu@@"], idx["nd"]])
     # cat: "Maus." is tokenized into maus + . ; Katze -> ka@@ tze
-    assert sl.table["cat"].tolist() == sorted([idx["maus"], idx["."], idx["ka@@"], idx["tze"]])
+    assert sl.ids_of("cat").tolist() == sorted([idx["maus"], idx["."], idx["ka@@"], idx["tze"]])
     # no counts: file order ranks
-    assert sl.table["the"].tolist() == sorted([idx["die"], idx["der"]])
+    assert sl.ids_of("the").tolist() == sorted([idx["die"], idx["der"]])
     ids = sl.ids_for([sentence_keys(["The", "Cat"], ["the", "cat"], ["the", "cat"], lowercase=True)])
-    assert ids.tolist() == sorted({0, 1, 2, 3, 4, 5} | {idx["die"], idx["der"]} | set(sl.table["cat"].tolist()))
+    assert ids.tolist() == sorted({0, 1, 2, 3, 4, 5} | {idx["die"], idx["der"]} | set(sl.ids_of("cat").tolist()))
     assert sl.ids_for([["nothing"]]).tolist() == [0, 1, 2, 3, 4, 5]  # specials + 2 most frequent
     assert Shortlist.load(table, tgt_pipe, d, k=1, frequent=0).ids_for([["dog"]]).tolist() == [0, 1, 2, 3, idx["der"]]
     # source words, tokens or pieces that are target symbols copy themselves (names through BPE)
     assert sl.ids_for([["ka@@", "tze", "zebra"]]).tolist() == [0, 1, 2, 3, 4, 5, idx["ka@@"], idx["tze"]]
+
+
+def test_targets_go_through_the_pipeline_only_when_an_input_needs_them():
+    seen: list[str] = []
+
+    def target_ids(entry: str) -> list[int]:
+        seen.append(entry)
+        return [10 + len(entry)]
+
+    sl = Shortlist({"dog": ["hund", "der"], "cat": ["katze", "der"]}, target_ids, vocab_size=20, frequent=0)
+    assert seen == []
+    assert sl.ids_for([["dog", "dog"]]).tolist() == [0, 1, 2, 3, 13, 14]
+    assert sl.ids_for([["cat"], ["dog"]]).tolist() == [0, 1, 2, 3, 13, 14, 15]
+    assert seen == ["hund", "der", "katze"]  # each entry once, "der" shared by both words
 
 
 @pytest.mark.parametrize("content,line", [("a b 1\na\n", 2), ("a b 1\nc d e\n", 2), ("x y\n\ta b c d\n", 2),

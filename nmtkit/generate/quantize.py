@@ -33,6 +33,7 @@ from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.models.common import OUTPUT_ROW_SELECTORS, RNN_STEPS
 from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.gemm import Linear, as_plain_linear
 
 QUANTIZE_CHOICES = ("none", "int8")
 
@@ -142,6 +143,8 @@ def quantize_model(model: nn.Module) -> nn.Module:
             for name, child in list(parent.named_children()):
                 if isinstance(child, (nn.LSTM, nn.GRU)) and id(child) not in encoder_rnns:
                     setattr(parent, name, QuantizedStackedRNN(child))
+                elif isinstance(child, Linear):  # torch quantises the exact type nn.Linear only
+                    setattr(parent, name, as_plain_linear(child))
         quantize_dynamic(model, {nn.Linear, nn.LSTM, nn.GRU}, dtype=torch.qint8, inplace=True)
     return model
 

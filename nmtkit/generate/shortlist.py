@@ -32,7 +32,7 @@ text works as well).
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -45,17 +45,25 @@ from nmtkit.data.lexicon import iter_lexicon_entries
 
 
 class Shortlist:
-    """Source word -> target ids of its top-``k`` translations, plus the always-allowed ids."""
+    """Source word -> target ids of its top-``k`` translations, plus the always-allowed ids.
 
-    def __init__(self, table: dict[str, np.ndarray], vocab_size: int, frequent: int,
-                 copyable: Optional[dict[str, int]] = None) -> None:
-        """``copyable``: target symbol -> id, for the copy rule (None: no copying)."""
+    A word's targets go through the target pipeline (tokenizer, BPE) only when an input first
+    contains the word: most of a table's words never occur in one input, and BPE of every target
+    of a whole table was most of ``--shortlist``'s start-up time (bench/RESULTS.md)."""
+
+    def __init__(self, targets: dict[str, list[str]], target_ids: Callable[[str], list[int]], vocab_size: int,
+                 frequent: int, copyable: Optional[dict[str, int]] = None) -> None:
+        """``targets``: source key -> its ranked target entries; ``target_ids``: entry -> its
+        target ids; ``copyable``: target symbol -> id, for the copy rule (None: no copying)."""
         if frequent < 0:
             raise NmtkitError(f"--shortlist-frequent must not be negative, got {frequent}")
-        self.table = table
+        self.targets = targets
         self.vocab_size = vocab_size
         self.copyable = copyable or {}
         self.base = np.arange(min(vocab_size, len(SPECIALS) + frequent), dtype=np.int64)
+        self._target_ids = target_ids
+        self._entry_ids: dict[str, list[int]] = {}
+        self._key_ids: dict[str, np.ndarray] = {}
 
     @classmethod
     def load(cls, path: str | os.PathLike, tgt_pipe: TextPipeline, tgt_dict: Dictionary, *,
@@ -68,16 +76,21 @@ class Shortlist:
             key = src.lower() if lowercase_source else src
             # no count: file order ranks (an earlier line first)
             ranked.setdefault(key, []).append((-(count if count is not None else 0.0), lineno, tgt))
-        piece_ids: dict[str, list[int]] = {}
-        table: dict[str, np.ndarray] = {}
-        for key, entries in ranked.items():
-            ids: list[int] = []
-            for _, _, tgt in sorted(entries)[:k]:
-                if tgt not in piece_ids:
-                    piece_ids[tgt] = _target_ids(tgt, tgt_pipe, tgt_dict)
-                ids.extend(piece_ids[tgt])
-            table[key] = np.unique(np.asarray(ids, dtype=np.int64))
-        return cls(table, len(tgt_dict), frequent, copyable=tgt_dict.index)
+        targets = {key: [tgt for _, _, tgt in sorted(entries)[:k]] for key, entries in ranked.items()}
+        return cls(targets, lambda entry: _target_ids(entry, tgt_pipe, tgt_dict), len(tgt_dict), frequent,
+                   copyable=tgt_dict.index)
+
+    def ids_of(self, key: str) -> Optional[np.ndarray]:
+        """Sorted unique target ids of a source key's translations (None: not in the table)."""
+        ids = self._key_ids.get(key)
+        if ids is None and key in self.targets:
+            pieces: list[int] = []
+            for entry in self.targets[key]:
+                if entry not in self._entry_ids:
+                    self._entry_ids[entry] = self._target_ids(entry)
+                pieces.extend(self._entry_ids[entry])
+            ids = self._key_ids[key] = np.unique(np.asarray(pieces, dtype=np.int64))
+        return ids
 
     def ids_for(self, sentences: Iterable[Iterable[str]]) -> Tensor:
         """The batch's shortlist: sorted unique target ids for sentences given as their words,
@@ -89,7 +102,7 @@ class Shortlist:
             for key in keys:
                 if key not in seen:
                     seen.add(key)
-                    ids = self.table.get(key)
+                    ids = self.ids_of(key)
                     if ids is not None:
                         parts.append(ids)
                     if key in self.copyable:

@@ -38,6 +38,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from nmtkit.models.gemm import Linear
+
 ATTENTION_TYPES = ("none", "global", "local-m", "local-p")
 SCORE_FUNCTIONS = ("dot", "general", "concat", "location")
 
@@ -73,16 +75,16 @@ class LuongAttention(nn.Module):
         self.max_source_positions = max_source_positions
         h = hidden_size
         if score == "general":
-            self.W_a = nn.Linear(h, h, bias=False)
+            self.W_a = Linear(h, h, bias=False)
         elif score == "concat":
-            self.W_q = nn.Linear(h, h, bias=False)
-            self.W_k = nn.Linear(h, h, bias=False)
-            self.v_a = nn.Linear(h, 1, bias=False)
+            self.W_q = Linear(h, h, bias=False)
+            self.W_k = Linear(h, h, bias=False)
+            self.v_a = Linear(h, 1, bias=False)
         elif score == "location":
-            self.W_loc = nn.Linear(h, max_source_positions, bias=False)
+            self.W_loc = Linear(h, max_source_positions, bias=False)
         if attention == "local-p":
-            self.W_p = nn.Linear(h, h, bias=False)
-            self.v_p = nn.Linear(h, 1, bias=False)
+            self.W_p = Linear(h, h, bias=False)
+            self.v_p = Linear(h, 1, bias=False)
 
     def precompute_keys(self, states: Tensor) -> Optional[Tensor]:
         """``[B, S, H]`` annotations -> per-sentence keys, or None when the score needs none."""
@@ -160,9 +162,9 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, query_size: int, key_size: int, attention_dim: int) -> None:
         super().__init__()
-        self.W_a = nn.Linear(query_size, attention_dim, bias=False)
-        self.U_a = nn.Linear(key_size, attention_dim, bias=False)
-        self.v_a = nn.Linear(attention_dim, 1, bias=False)
+        self.W_a = Linear(query_size, attention_dim, bias=False)
+        self.U_a = Linear(key_size, attention_dim, bias=False)
+        self.v_a = Linear(attention_dim, 1, bias=False)
 
     def precompute_keys(self, states: Tensor) -> Tensor:
         """``U_a h_j`` for every annotation, once per sentence: ``[B, S, A]``."""

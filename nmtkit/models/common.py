@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
+from nmtkit.models.gemm import gru_cell, linear, lstm_cell
 from nmtkit.utils.checks import require, require_at_least, require_choice
 
 
@@ -205,18 +206,18 @@ def tie_embeddings(model: nn.Module, src_embed: nn.Embedding, tgt_embed: nn.Embe
 OUTPUT_ROW_SELECTORS: dict[type, Callable[[nn.Module, Tensor], Callable[[Tensor], Tensor]]] = {}
 
 
-def select_output_rows(linear: nn.Module, ids: Tensor) -> Callable[[Tensor], Tensor]:
-    """A function computing only output units ``ids`` of ``linear`` (an ``nn.Linear``, or a module
+def select_output_rows(layer: nn.Module, ids: Tensor) -> Callable[[Tensor], Tensor]:
+    """A function computing only output units ``ids`` of ``layer`` (an ``nn.Linear``, or a module
     type registered in :data:`OUTPUT_ROW_SELECTORS`), its weight and bias rows copied once
     (vocabulary shortlists)."""
-    if isinstance(linear, nn.Linear):
-        weight = linear.weight.index_select(0, ids)
-        bias = None if linear.bias is None else linear.bias.index_select(0, ids)
-        return lambda x: nn.functional.linear(x, weight, bias)
-    selector = OUTPUT_ROW_SELECTORS.get(type(linear))
+    if isinstance(layer, nn.Linear):
+        weight = layer.weight.index_select(0, ids)
+        bias = None if layer.bias is None else layer.bias.index_select(0, ids)
+        return lambda x: linear(x, weight, bias)
+    selector = OUTPUT_ROW_SELECTORS.get(type(layer))
     if selector is None:
-        raise TypeError(f"cannot restrict the rows of a {type(linear).__name__}")
-    return selector(linear, ids)
+        raise TypeError(f"cannot restrict the rows of a {type(layer).__name__}")
+    return selector(layer, ids)
 
 
 def lengths_to_mask(lengths: Tensor, width: int) -> Tensor:
@@ -264,10 +265,10 @@ def rnn_step(rnn: nn.Module, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -
         b_hh = getattr(rnn, f"bias_hh_l{layer}", None)
         if is_lstm:
             assert c is not None
-            h_l, c_l = torch.lstm_cell(inp, (h[:, layer], c[:, layer]), w_ih, w_hh, b_ih, b_hh)
+            h_l, c_l = lstm_cell(inp, h[:, layer], c[:, layer], w_ih, w_hh, b_ih, b_hh)
             cs.append(c_l)
         else:
-            h_l = torch.gru_cell(inp, h[:, layer], w_ih, w_hh, b_ih, b_hh)
+            h_l = gru_cell(inp, h[:, layer], w_ih, w_hh, b_ih, b_hh)
         hs.append(h_l)
         inp = h_l
         if layer < rnn.num_layers - 1 and rnn.dropout > 0 and rnn.training:

@@ -46,6 +46,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
+from nmtkit.models.gemm import Linear, linear, lstm_cell
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -109,8 +110,8 @@ class LuongModel(Seq2SeqModel):
             reverse_source=cfg.source_reversal, layer_dropout=cfg.dropout_rate("hidden"),
         )
         if self.bidirectional:
-            self.bridge_h = nn.Linear(cfg.layers * h, cfg.layers * h)
-            self.bridge_c = nn.Linear(cfg.layers * h, cfg.layers * h)
+            self.bridge_h = Linear(cfg.layers * h, cfg.layers * h)
+            self.bridge_c = Linear(cfg.layers * h, cfg.layers * h)
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         dec_input = cfg.embed_dim + (h if cfg.input_feeding else 0)
         self.decoder = nn.LSTM(
@@ -123,8 +124,8 @@ class LuongModel(Seq2SeqModel):
             self.attention = LuongAttention(
                 h, cfg.attention, cfg.score, cfg.window, cfg.max_source_positions
             )
-            self.W_c = nn.Linear(2 * h, h, bias=False)
-        self.output_projection = nn.Linear(h, len(tgt_dict))
+            self.W_c = Linear(2 * h, h, bias=False)
+        self.output_projection = Linear(h, len(tgt_dict))
         tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     # -- encoder ---------------------------------------------------------------------------
@@ -215,12 +216,11 @@ class LuongModel(Seq2SeqModel):
         rnn, layers = self.decoder, self.cfg.layers
         e = self.cfg.embed_dim
         w_ih0, w_hh0 = rnn.weight_ih_l0, rnn.weight_hh_l0
-        pre = F.linear(self.embed_dropout(emb), w_ih0[:, :e], rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
+        pre = linear(self.embed_dropout(emb), w_ih0[:, :e], rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
         # unbind once: indexing pre[:, t] every step would make each step's backward write a
         # zero-filled [B, T, 4H] gradient (quadratic in T); unbind's backward is one stack
         pre_steps = pre.unbind(1)
-        w_feed = w_ih0[:, e:].t()
-        w_rec = w_hh0.t()
+        w_feed = w_ih0[:, e:]
         hs = list(state["h"].unbind(1))
         cs = list(state["c"].unbind(1))
         feed = state["feed"]
@@ -230,8 +230,7 @@ class LuongModel(Seq2SeqModel):
         all_steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
         outs, attns, tops = [], [], []
         for t in range(tgt_len):
-            # out of place: under autocast addmm casts its operands, an in-place addmm_ would not
-            gates = torch.addmm(torch.addmm(pre_steps[t], self.embed_dropout(feed), w_feed), hs[0], w_rec)
+            gates = pre_steps[t] + linear(self.embed_dropout(feed), w_feed) + linear(hs[0], w_hh0)
             i, f, g, o = gates.chunk(4, dim=1)
             cs[0] = torch.sigmoid(f) * cs[0] + torch.sigmoid(i) * torch.tanh(g)
             hs[0] = torch.sigmoid(o) * torch.tanh(cs[0])
@@ -239,8 +238,8 @@ class LuongModel(Seq2SeqModel):
             for layer in range(1, layers):
                 if layer_drop:
                     inp = F.dropout(inp, layer_drop, training=True)
-                hs[layer], cs[layer] = torch.lstm_cell(
-                    inp, (hs[layer], cs[layer]),
+                hs[layer], cs[layer] = lstm_cell(
+                    inp, hs[layer], cs[layer],
                     getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}"),
                     getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}"),
                 )
@@ -290,7 +289,7 @@ class LuongModel(Seq2SeqModel):
         enc, top, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens, keep_tops=True)
         logits = self.output_projection(self.output_dropout(htilde))
         w, split = self.W_c.weight, enc.states.size(-1)
-        loglik = context_log_likelihoods(F.linear(top, w[:, split:]), F.linear(enc.states, w[:, :split]),
+        loglik = context_log_likelihoods(linear(top, w[:, split:]), linear(enc.states, w[:, :split]),
                                          lambda x: self.output_projection(torch.tanh(x)), targets, src_lengths,
                                          self.output_projection.out_features)
         return logits, attention_posterior(attn, loglik, enc.mask)

@@ -39,6 +39,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.gemm import Linear
 from nmtkit.models.registry import register_model
 
 
@@ -94,11 +95,11 @@ class RNNEncDecModel(Seq2SeqModel):
         self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
         self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
         if self.bahdanau:
-            self.W_s = nn.Linear(h, cfg.layers * h)
-            self.deep_output = nn.Linear(h + cfg.embed_dim + h, 2 * cfg.maxout_size)
-            self.output_projection = nn.Linear(cfg.maxout_size, len(tgt_dict))
+            self.W_s = Linear(h, cfg.layers * h)
+            self.deep_output = Linear(h + cfg.embed_dim + h, 2 * cfg.maxout_size)
+            self.output_projection = Linear(cfg.maxout_size, len(tgt_dict))
         else:
-            self.output_projection = nn.Linear(h, len(tgt_dict))
+            self.output_projection = Linear(h, len(tgt_dict))
         tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtkit.data.dictionary import EOS_ID, PAD_ID
@@ -34,6 +33,7 @@ from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.gemm import Linear, linear
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -74,7 +74,7 @@ class RNNSearchModel(Seq2SeqModel):
             dropout=cfg.dropout_rate("embed"), reverse_source=cfg.source_reversal,
             layer_dropout=cfg.dropout_rate("hidden"),
         )
-        self.W_s = nn.Linear(h, cfg.layers * h)
+        self.W_s = Linear(h, cfg.layers * h)
         self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)
         self.align_head = AdditiveAttention(h + cfg.embed_dim, 2 * h, cfg.attention_dim) if cfg.alignment_head else None
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
@@ -82,10 +82,10 @@ class RNNSearchModel(Seq2SeqModel):
             cfg.embed_dim + 2 * h, h, num_layers=cfg.layers, batch_first=True,
             dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
-        self.deep_output = nn.Linear(h + cfg.embed_dim + 2 * h, 2 * cfg.maxout_size)
+        self.deep_output = Linear(h + cfg.embed_dim + 2 * h, 2 * cfg.maxout_size)
         self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
         self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
-        self.output_projection = nn.Linear(cfg.maxout_size, len(tgt_dict))
+        self.output_projection = Linear(cfg.maxout_size, len(tgt_dict))
         tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
@@ -167,8 +167,8 @@ class RNNSearchModel(Seq2SeqModel):
         logits = self.output_projection(self.output_dropout(outs))
         split = prev_tops.size(-1) + emb.size(-1)
         w = self.deep_output.weight
-        query_part = F.linear(torch.cat([prev_tops, emb], dim=-1), w[:, :split], self.deep_output.bias)
-        context_part = F.linear(enc.states, w[:, split:])
+        query_part = linear(torch.cat([prev_tops, emb], dim=-1), w[:, :split], self.deep_output.bias)
+        context_part = linear(enc.states, w[:, split:])
         loglik = context_log_likelihoods(query_part, context_part, lambda x: self.output_projection(maxout(x)),
                                          targets, src_lengths, self.output_projection.out_features)
         return logits, attention_posterior(attn, loglik, enc.mask)

@@ -1,0 +1,114 @@
+"""Float32 matrix products on the CPU through oneDNN instead of MKL.
+
+Why: the MKL inside PyTorch's CPU wheels picks its AVX2 kernels on AMD CPUs, while oneDNN, in
+the same wheel, uses AVX-512 on them.  On this project's Zen 4 CPU a decoder-sized float32
+product ran at 110-120 GFLOP/s through oneDNN against 48-56 through MKL (``bench/gemm_speed.py``).
+The arithmetic is the same float32 (the summation order differs, so results differ in the last
+bits, as between any two BLAS libraries).
+
+Every float32 ``linear`` of the models, their recurrent cells and their backward passes go
+through :func:`linear`; it falls back to :func:`torch.nn.functional.linear` wherever oneDNN is
+not the better choice: off the CPU, for other dtypes (under bf16 autocast ``F.linear`` already
+runs in oneDNN), or when oneDNN is missing.  ``NMTKIT_ONEDNN=0`` in the environment turns the
+path off (for A/B measurements).
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+
+def _available() -> bool:
+    return (os.environ.get("NMTKIT_ONEDNN", "1") != "0" and torch.backends.mkldnn.is_available()
+            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+
+ENABLED = _available()
+
+
+def _onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """``x @ weight.T + bias`` by oneDNN (``x`` ``[..., K]``, ``weight`` ``[N, K]``)."""
+    return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+def _use_onednn(x: Tensor, weight: Tensor) -> bool:
+    return (ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+            and x.dim() >= 2 and x.numel() > 0 and weight.numel() > 0 and not torch.is_autocast_enabled("cpu"))
+
+
+class _OneDnnLinear(torch.autograd.Function):
+    """``F.linear`` with forward and backward products in oneDNN."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:  # noqa: ANN001
+        ctx.save_for_backward(x, weight)
+        ctx.has_bias = bias is not None
+        return _onednn_linear(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:  # noqa: ANN001
+        x, weight = ctx.saved_tensors
+        grad = grad.contiguous()
+        flat = grad.reshape(-1, grad.size(-1))
+        gx = gw = gb = None
+        if ctx.needs_input_grad[0]:
+            gx = _onednn_linear(grad, weight.t(), None)  # grad @ weight
+        if ctx.needs_input_grad[1]:
+            gw = _onednn_linear(flat.t(), x.reshape(-1, x.size(-1)).t(), None)  # grad.T @ x
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            gb = flat.sum(0)
+        return gx, gw, gb
+
+
+def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
+    """``F.linear``, by oneDNN for float32 on the CPU (see the module docstring)."""
+    if not _use_onednn(x, weight):
+        return F.linear(x, weight, bias)
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
+        return _OneDnnLinear.apply(x, weight, bias)
+    return _onednn_linear(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """``nn.Linear`` computed by :func:`linear`: the same parameters and state dict keys."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linear(x, self.weight, self.bias)
+
+
+def as_plain_linear(module: Linear) -> nn.Linear:
+    """The same layer as a plain ``nn.Linear`` sharing its parameters (tied weights stay tied),
+    for code that matches the exact type, such as torch's int8 quantisation."""
+    plain = nn.Linear(module.in_features, module.out_features, bias=module.bias is not None,
+                      device=module.weight.device, dtype=module.weight.dtype)
+    plain.weight = module.weight
+    plain.bias = module.bias
+    plain.train(module.training)
+    return plain
+
+
+def lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor],
+              b_hh: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+    """``torch.lstm_cell`` (gates i, f, g, o) with its two products by :func:`linear`."""
+    if not _use_onednn(x, w_ih):
+        return torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
+    gates = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, dim=1)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c_new), c_new
+
+
+def gru_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Tensor:
+    """``torch.gru_cell`` (gates r, z, n) with its two products by :func:`linear`."""
+    if not _use_onednn(x, w_ih):
+        return torch.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)
+    i_r, i_z, i_n = linear(x, w_ih, b_ih).chunk(3, dim=1)
+    h_r, h_z, h_n = linear(h, w_hh, b_hh).chunk(3, dim=1)
+    r = torch.sigmoid(i_r + h_r)
+    z = torch.sigmoid(i_z + h_z)
+    n = torch.tanh(i_n + r * h_n)
+    return n + z * (h - n)

@@ -30,8 +30,14 @@ def _available() -> bool:
 ENABLED = _available()
 
 
+def _dense(t: Tensor) -> bool:
+    """Row-major or, for a matrix, its transpose: the layouts oneDNN runs at full speed (a slice
+    such as ``w[:, k:]`` sends it to a kernel about 1,000x slower)."""
+    return t.is_contiguous() or (t.dim() == 2 and t.t().is_contiguous())
+
+
 def _onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
-    """``x @ weight.T + bias`` by oneDNN (``x`` ``[..., K]``, ``weight`` ``[N, K]``)."""
+    """``x @ weight.T + bias`` by oneDNN (``x`` ``[..., K]``, ``weight`` ``[N, K]``, both dense)."""
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
@@ -68,6 +74,10 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``F.linear``, by oneDNN for float32 on the CPU (see the module docstring)."""
     if not _use_onednn(x, weight):
         return F.linear(x, weight, bias)
+    if not _dense(x):
+        x = x.contiguous()
+    if not _dense(weight):  # a slice of a larger matrix: copied (and so differentiated) here
+        weight = weight.contiguous()
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
         return _OneDnnLinear.apply(x, weight, bias)
     return _onednn_linear(x, weight, bias)

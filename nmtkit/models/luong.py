@@ -216,11 +216,11 @@ class LuongModel(Seq2SeqModel):
         rnn, layers = self.decoder, self.cfg.layers
         e = self.cfg.embed_dim
         w_ih0, w_hh0 = rnn.weight_ih_l0, rnn.weight_hh_l0
-        pre = linear(self.embed_dropout(emb), w_ih0[:, :e], rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
+        pre = linear(self.embed_dropout(emb), w_ih0[:, :e].contiguous(), rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
         # unbind once: indexing pre[:, t] every step would make each step's backward write a
         # zero-filled [B, T, 4H] gradient (quadratic in T); unbind's backward is one stack
         pre_steps = pre.unbind(1)
-        w_feed = w_ih0[:, e:]
+        w_feed = w_ih0[:, e:].contiguous()  # once per batch, not per step (gemm.linear copies slices)
         hs = list(state["h"].unbind(1))
         cs = list(state["c"].unbind(1))
         feed = state["feed"]

@@ -16,7 +16,13 @@ from nmtkit.models import gemm
 from nmtkit.train.loss import sequence_loss
 from tests.test_model_exactness import _luong_variants, _vid, batch, make_model
 
-pytestmark = pytest.mark.skipif(not gemm.ENABLED, reason="oneDNN is not available in this torch")
+pytestmark = pytest.mark.skipif(not gemm.AVAILABLE, reason="oneDNN is not available in this torch")
+
+
+@pytest.fixture(autouse=True)
+def onednn_on(monkeypatch):
+    """The path under test, whichever CPU runs the tests (it is on by default only on AMD's)."""
+    monkeypatch.setattr(gemm, "ENABLED", True)
 
 
 def _grads(*tensors: torch.Tensor) -> list[torch.Tensor]:
@@ -142,3 +148,16 @@ def test_the_comparison_can_fail(monkeypatch):
     monkeypatch.setattr(luong, "lstm_cell", swapped)
     with pytest.raises(AssertionError):
         check_same_as_plain(make_model("luong_tiny", embed_dim=10, hidden_size=12, layers=2), monkeypatch)
+
+
+@pytest.mark.parametrize("env,vendor,want", [
+    (None, "AuthenticAMD", True), (None, "HygonGenuine", True), (None, "GenuineIntel", False), (None, "", False),
+    ("0", "AuthenticAMD", False), ("1", "GenuineIntel", True),
+])
+def test_the_path_is_on_by_default_only_where_mkl_is_slow(env, vendor, want, monkeypatch):
+    if env is None:
+        monkeypatch.delenv("NMTKIT_ONEDNN", raising=False)
+    else:
+        monkeypatch.setenv("NMTKIT_ONEDNN", env)
+    monkeypatch.setattr(gemm, "_cpu_vendor", lambda: vendor)
+    assert gemm._enabled() is want

@@ -8,9 +8,10 @@ bits, as between any two BLAS libraries).
 
 Every float32 ``linear`` of the models, their recurrent cells and their backward passes go
 through :func:`linear`; it falls back to :func:`torch.nn.functional.linear` wherever oneDNN is
-not the better choice: off the CPU, for other dtypes (under bf16 autocast ``F.linear`` already
-runs in oneDNN), or when oneDNN is missing.  ``NMTKIT_ONEDNN=0`` in the environment turns the
-path off (for A/B measurements).
+not known to be the better choice: off the CPU, for other dtypes (under bf16 autocast ``F.linear``
+already runs in oneDNN), when oneDNN is missing, and on CPUs other than AMD's (and Hygon's)
+x86: on Intel CPUs MKL runs its own AVX-512 kernels, and that case was not measured here.
+``NMTKIT_ONEDNN=1`` or ``0`` in the environment forces the path on or off (A/B measurements).
 """
 from __future__ import annotations
 
@@ -22,12 +23,31 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 
-def _available() -> bool:
-    return (os.environ.get("NMTKIT_ONEDNN", "1") != "0" and torch.backends.mkldnn.is_available()
-            and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+#: oneDNN's float32 linear is in this torch.
+AVAILABLE = torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
 
 
-ENABLED = _available()
+def _cpu_vendor() -> str:
+    """``vendor_id`` of /proc/cpuinfo ("" where there is none: not Linux, not x86)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def _enabled() -> bool:
+    forced = os.environ.get("NMTKIT_ONEDNN")
+    if forced in ("0", "1"):
+        return AVAILABLE and forced == "1"
+    return AVAILABLE and _cpu_vendor() in ("AuthenticAMD", "HygonGenuine")
+
+
+#: Whether float32 CPU products take the oneDNN path (see the module docstring).
+ENABLED = _enabled()
 
 
 def _dense(t: Tensor) -> bool:

@@ -161,3 +161,27 @@ def test_the_path_is_on_by_default_only_where_mkl_is_slow(env, vendor, want, mon
         monkeypatch.setenv("NMTKIT_ONEDNN", env)
     monkeypatch.setattr(gemm, "_cpu_vendor", lambda: vendor)
     assert gemm._enabled() is want
+
+
+def test_linear_reads_a_strided_or_broadcast_bias_like_f_linear():
+    x, w = torch.randn(4, 3), torch.randn(5, 3)
+    wide = torch.randn(10)
+    for bias in (wide[::2], torch.ones(1).expand(5), torch.ones(1)):
+        torch.testing.assert_close(gemm.linear(x, w, bias), F.linear(x, w, bias), atol=1e-5, rtol=1e-5)
+
+
+def test_add_linears_is_base_plus_products_on_both_paths(monkeypatch):
+    gen = torch.Generator().manual_seed(3)
+    base, a, b = torch.randn(6, 8, generator=gen), torch.randn(6, 4, generator=gen), torch.randn(6, 5, generator=gen)
+    wa, wb = torch.randn(8, 4, generator=gen), torch.randn(8, 5, generator=gen)
+    want = base + a @ wa.t() + b @ wb.t()
+    for enabled in (True, False):
+        monkeypatch.setattr(gemm, "ENABLED", enabled)
+        torch.testing.assert_close(gemm.add_linears(base, (a, wa), (b, wb)), want, atol=1e-5, rtol=1e-5)
+
+
+def test_a_double_backward_through_the_onednn_path_fails_loudly():
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+    (g,) = torch.autograd.grad(gemm.linear(x, w).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError):
+        g.sum().backward()

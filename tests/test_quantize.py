@@ -49,7 +49,7 @@ def test_every_model_type_runs_quantized_and_stays_close(tmp_path, arch, overrid
     q, _ = load_ensemble(ckpt)
     quantize_ensemble(q, "int8", torch.device("cpu"))
     member = q.models[0]
-    assert not any(type(m) in (nn.Linear, nn.LSTM, nn.GRU) for m in member.modules())  # all float layers replaced
+    assert not any(isinstance(m, (nn.Linear, nn.LSTM, nn.GRU)) for m in member.modules())  # all float layers replaced
     if arch != "rnnencdec_tiny" or overrides:
         assert any(isinstance(m, QuantizedStackedRNN) for m in member.modules())
     src, lengths = _batch(len(ref.src_dict))

@@ -77,8 +77,11 @@ class Shortlist:
             # no count: file order ranks (an earlier line first)
             ranked.setdefault(key, []).append((-(count if count is not None else 0.0), lineno, tgt))
         targets = {key: [tgt for _, _, tgt in sorted(entries)[:k]] for key, entries in ranked.items()}
-        return cls(targets, lambda entry: _target_ids(entry, tgt_pipe, tgt_dict), len(tgt_dict), frequent,
-                   copyable=tgt_dict.index)
+        shortlist = cls(targets, lambda entry: _target_ids(entry, tgt_pipe, tgt_dict), len(tgt_dict), frequent,
+                        copyable=tgt_dict.index)
+        if targets:  # one word now: a pipeline that cannot run fails here, before any output
+            shortlist.ids_of(next(iter(targets)))
+        return shortlist
 
     def ids_of(self, key: str) -> Optional[np.ndarray]:
         """Sorted unique target ids of a source key's translations (None: not in the table)."""

@@ -20,6 +20,7 @@ from typing import Optional
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 
@@ -61,9 +62,11 @@ def _onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
-def _use_onednn(x: Tensor, weight: Tensor) -> bool:
+def _use_onednn(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
     return (ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
-            and x.dim() >= 2 and x.numel() > 0 and weight.numel() > 0 and not torch.is_autocast_enabled("cpu"))
+            and x.dim() >= 2 and weight.dim() == 2 and x.numel() > 0 and weight.numel() > 0
+            and (bias is None or (bias.dtype == torch.float32 and bias.shape == weight.shape[:1]))
+            and not torch.is_autocast_enabled("cpu"))
 
 
 class _OneDnnLinear(torch.autograd.Function):
@@ -76,6 +79,7 @@ class _OneDnnLinear(torch.autograd.Function):
         return _onednn_linear(x, weight, bias)
 
     @staticmethod
+    @once_differentiable  # the products below are not recorded: a double backward must fail, not drop terms
     def backward(ctx, grad: Tensor) -> tuple[Optional[Tensor], Optional[Tensor], Optional[Tensor]]:  # noqa: ANN001
         x, weight = ctx.saved_tensors
         grad = grad.contiguous()
@@ -92,15 +96,31 @@ class _OneDnnLinear(torch.autograd.Function):
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``F.linear``, by oneDNN for float32 on the CPU (see the module docstring)."""
-    if not _use_onednn(x, weight):
+    if not _use_onednn(x, weight, bias):
         return F.linear(x, weight, bias)
     if not _dense(x):
         x = x.contiguous()
     if not _dense(weight):  # a slice of a larger matrix: copied (and so differentiated) here
         weight = weight.contiguous()
+    if bias is not None and not bias.is_contiguous():  # oneDNN would read a strided bias as dense
+        bias = bias.contiguous()
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)):
         return _OneDnnLinear.apply(x, weight, bias)
     return _onednn_linear(x, weight, bias)
+
+
+def add_linears(base: Tensor, *terms: tuple[Tensor, Tensor]) -> Tensor:
+    """``base + sum(x @ w.T for x, w in terms)``: by oneDNN products where :func:`linear` uses them,
+    else as chained out-of-place ``addmm`` (one rounding per term under bf16 autocast, which casts
+    the operands of an out-of-place ``addmm``; MKL fuses the add).  Pass contiguous weights: a
+    slice would be copied at every call."""
+    if all(_use_onednn(x, w) for x, w in terms):
+        for x, w in terms:
+            base = base + linear(x, w)
+        return base
+    for x, w in terms:
+        base = torch.addmm(base, x, w.t())
+    return base
 
 
 class Linear(nn.Linear):

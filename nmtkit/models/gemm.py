@@ -62,7 +62,8 @@ def _onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
-def _use_onednn(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
+def applies(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
+    """Whether :func:`linear` computes ``x @ weight.T + bias`` by oneDNN (else ``F.linear``)."""
     return (ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
             and x.dim() >= 2 and weight.dim() == 2 and x.numel() > 0 and weight.numel() > 0
             and (bias is None or (bias.dtype == torch.float32 and bias.shape == weight.shape[:1]))
@@ -98,7 +99,7 @@ class _OneDnnLinear(torch.autograd.Function):
 
 def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     """``F.linear``, by oneDNN for float32 on the CPU (see the module docstring)."""
-    if not _use_onednn(x, weight, bias):
+    if not applies(x, weight, bias):
         return F.linear(x, weight, bias)
     if not _dense(x):
         x = x.contiguous()
@@ -116,7 +117,7 @@ def add_linears(base: Tensor, *terms: tuple[Tensor, Tensor]) -> Tensor:
     else as chained out-of-place ``addmm`` (one rounding per term under bf16 autocast, which casts
     the operands of an out-of-place ``addmm``; MKL fuses the add).  Pass contiguous weights: a
     slice would be copied at every call."""
-    if all(_use_onednn(x, w) for x, w in terms):
+    if all(applies(x, w) for x, w in terms):
         for x, w in terms:
             base = base + linear(x, w)
         return base
@@ -143,24 +144,35 @@ def as_plain_linear(module: Linear) -> nn.Linear:
     return plain
 
 
-def lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor],
-              b_hh: Optional[Tensor]) -> tuple[Tensor, Tensor]:
-    """``torch.lstm_cell`` (gates i, f, g, o) with its two products by :func:`linear`."""
-    if not _use_onednn(x, w_ih):
-        return torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
-    gates = linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh)
+def lstm_update(gates: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """An LSTM cell's arithmetic after its products: gates ``[N, 4H]`` (i, f, g, o, as
+    ``torch.lstm_cell``) and the cell state -> (h, c)."""
     i, f, g, o = gates.chunk(4, dim=1)
     c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
 
 
-def gru_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Tensor:
-    """``torch.gru_cell`` (gates r, z, n) with its two products by :func:`linear`."""
-    if not _use_onednn(x, w_ih):
-        return torch.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)
-    i_r, i_z, i_n = linear(x, w_ih, b_ih).chunk(3, dim=1)
-    h_r, h_z, h_n = linear(h, w_hh, b_hh).chunk(3, dim=1)
+def gru_update(input_part: Tensor, hidden_part: Tensor, h: Tensor) -> Tensor:
+    """A GRU cell's arithmetic after its products ``x W_ih^T + b_ih`` and ``h W_hh^T + b_hh``
+    (gates r, z, n, as ``torch.gru_cell``) -> the new h."""
+    i_r, i_z, i_n = input_part.chunk(3, dim=1)
+    h_r, h_z, h_n = hidden_part.chunk(3, dim=1)
     r = torch.sigmoid(i_r + h_r)
     z = torch.sigmoid(i_z + h_z)
     n = torch.tanh(i_n + r * h_n)
     return n + z * (h - n)
+
+
+def lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor],
+              b_hh: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+    """``torch.lstm_cell`` with its two products by :func:`linear`."""
+    if not applies(x, w_ih):
+        return torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
+    return lstm_update(linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh), c)
+
+
+def gru_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Tensor:
+    """``torch.gru_cell`` with its two products by :func:`linear`."""
+    if not applies(x, w_ih):
+        return torch.gru_cell(x, h, w_ih, w_hh, b_ih, b_hh)
+    return gru_update(linear(x, w_ih, b_ih), linear(h, w_hh, b_hh), h)

@@ -46,7 +46,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
-from nmtkit.models.gemm import Linear, add_linears, linear, lstm_cell
+from nmtkit.models.gemm import Linear, add_linears, linear, lstm_cell, lstm_update
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -231,9 +231,7 @@ class LuongModel(Seq2SeqModel):
         outs, attns, tops = [], [], []
         for t in range(tgt_len):
             gates = add_linears(pre_steps[t], (self.embed_dropout(feed), w_feed), (hs[0], w_hh0))
-            i, f, g, o = gates.chunk(4, dim=1)
-            cs[0] = torch.sigmoid(f) * cs[0] + torch.sigmoid(i) * torch.tanh(g)
-            hs[0] = torch.sigmoid(o) * torch.tanh(cs[0])
+            hs[0], cs[0] = lstm_update(gates, cs[0])
             inp = hs[0]
             for layer in range(1, layers):
                 if layer_drop:

@@ -5,10 +5,11 @@ Runs the recipe for each ``--seeds`` side by side (one thread, i.e. one core, pe
 model gets ``--hours`` of wall-clock training), then translates test2016 with an ensemble of
 the seeds, and reports for the pair:
 
-* valid BLEU per epoch of every seed (greedy, what the recipe selects checkpoints by) and a
+* valid BLEU per epoch of every seed (greedy, logged by the recipe; checkpoint_best.pt has the
+  lowest valid loss) and a
   learning-curve picture (``bench/quality_<pair>.png``);
 * test2016 BLEU and chrF, cased and detokenized sacreBLEU, of the single best model (by valid
-  BLEU), of the average of its last epoch checkpoints, and of the ensemble;
+  loss), of the average of its last epoch checkpoints, and of the ensemble;
 * training wall time and CPU time of each model, and the load average before and after.
 
 ``--report-only`` skips running and reports what a previous run left in ``--work`` (the
@@ -235,7 +236,7 @@ def main() -> None:
     where = args.device_note or "this machine's CPU, 1 thread (one core) per model, the seeds side by side"
     body = (
         f"Multi30k {args.pair}, recipe `examples/multi30k/run.sh` (luong_m30k, joint BPE 8k, batch 64, label smoothing 0.1, "
-        f"Adam 2e-3 + plateau on valid BLEU), trained in {precision}, " + (f"on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
+        f"Adam 2e-3, lr halved on the valid-loss plateau, weight EMA 0.999, no early stop), trained in {precision}, " + (f"on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
         + "test2016 scored with cased, detokenized sacreBLEU (13a) and chrF2.\n\n"
         + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "best valid BLEU (greedy)", "output"], rows)
         + (f"\n\n{args.note}" if args.note else "")

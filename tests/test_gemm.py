@@ -3,6 +3,7 @@
 * :func:`gemm.linear` forward and backward against float64 ``F.linear``, for 2-D and 3-D inputs
   and strided (sliced, transposed) weights, and its fallbacks (autocast, other dtypes, off);
 * the LSTM and GRU cells, values and gradients, against ``torch.lstm_cell``/``torch.gru_cell``;
+* :class:`gemm.LoopWeight` (one weight gradient for all steps of a loop) against per-step products;
 * whole models: the training loss and every parameter's gradient with the oneDNN path against the
   plain path (``gemm.ENABLED`` off), for every model type and Luong attention variant.
 """
@@ -133,19 +134,18 @@ def test_other_models_loss_and_gradients_match_the_plain_path(arch, opts, monkey
 
 
 def test_the_comparison_can_fail(monkeypatch):
-    """A cell that swaps two gates on the oneDNN path only is caught."""
-    real = gemm.lstm_cell
-
-    def swapped(x, h, c, w_ih, w_hh, b_ih, b_hh):
-        if not gemm.ENABLED:
-            return real(x, h, c, w_ih, w_hh, b_ih, b_hh)
-        i, f, g, o = (gemm.linear(x, w_ih, b_ih) + gemm.linear(h, w_hh, b_hh)).chunk(4, dim=1)
-        c_new = torch.sigmoid(i) * c + torch.sigmoid(f) * torch.tanh(g)
-        return torch.sigmoid(o) * torch.tanh(c_new), c_new
-
+    """A cell update that swaps two gates on the oneDNN path only is caught."""
     import nmtkit.models.luong as luong
 
-    monkeypatch.setattr(luong, "lstm_cell", swapped)
+    real = gemm.lstm_update
+
+    def swapped(gates, c):
+        if not gemm.ENABLED:
+            return real(gates, c)
+        i, f, g, o = gates.chunk(4, dim=1)
+        return real(torch.cat([f, i, g, o], dim=1), c)
+
+    monkeypatch.setattr(luong, "lstm_update", swapped)
     with pytest.raises(AssertionError):
         check_same_as_plain(make_model("luong_tiny", embed_dim=10, hidden_size=12, layers=2), monkeypatch)
 
@@ -168,16 +168,6 @@ def test_linear_reads_a_strided_or_broadcast_bias_like_f_linear():
     wide = torch.randn(10)
     for bias in (wide[::2], torch.ones(1).expand(5), torch.ones(1)):
         torch.testing.assert_close(gemm.linear(x, w, bias), F.linear(x, w, bias), atol=1e-5, rtol=1e-5)
-
-
-def test_add_linears_is_base_plus_products_on_both_paths(monkeypatch):
-    gen = torch.Generator().manual_seed(3)
-    base, a, b = torch.randn(6, 8, generator=gen), torch.randn(6, 4, generator=gen), torch.randn(6, 5, generator=gen)
-    wa, wb = torch.randn(8, 4, generator=gen), torch.randn(8, 5, generator=gen)
-    want = base + a @ wa.t() + b @ wb.t()
-    for enabled in (True, False):
-        monkeypatch.setattr(gemm, "ENABLED", enabled)
-        torch.testing.assert_close(gemm.add_linears(base, (a, wa), (b, wb)), want, atol=1e-5, rtol=1e-5)
 
 
 def test_a_double_backward_through_the_onednn_path_fails_loudly():
@@ -216,3 +206,72 @@ def test_the_encoder_step_loop_is_the_packed_rnn(cell, bidirectional, layers):
     params = [x, *rnn.parameters()]
     for a, b in zip(torch.autograd.grad(total(out, h, c), params), torch.autograd.grad(total(o2, h2, c2), params)):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+
+
+def _loop(weight: torch.Tensor, bias, xs: list[torch.Tensor], h: torch.Tensor, product) -> torch.Tensor:
+    """A small recurrence h_t = tanh(W [x_t; h_{t-1}] + b) whose loss reads every step."""
+    loss = h.new_zeros(())
+    for k, x in enumerate(xs):
+        h = torch.tanh(product(torch.cat([x, h], dim=1)))
+        loss = loss + (h * (k + 1)).sum()
+    return loss
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_loop_weight_sums_the_steps_gradient_in_one_product(bias, sliced):
+    """LoopWeight's gradients (weight, bias, inputs, initial state) equal per-step F.linear's in float64."""
+    gen = torch.Generator().manual_seed(4)
+    big = torch.randn(5, 9 + (3 if sliced else 0), generator=gen, requires_grad=True)  # hidden 5, input 4
+    b = torch.randn(5, generator=gen, requires_grad=True) if bias else None
+    xs = [torch.randn(3, 4, generator=gen, requires_grad=True) for _ in range(6)]
+    h0 = torch.randn(3, 5, generator=gen, requires_grad=True)
+    leaves = [big, *([b] if bias else []), *xs, h0]
+
+    def run(product_of):
+        for t in leaves:
+            t.grad = None
+        w = big[:, 3:] if sliced else big
+        _loop(w, b, xs, h0, product_of(w)).backward()
+        return [t.grad.clone() for t in leaves]
+
+    w64 = lambda w: (lambda x: F.linear(x.double(), w.double(), None if b is None else b.double()).float())  # noqa: E731
+    want = run(w64)
+    got = run(lambda w: gemm.LoopWeight(w, b))
+    for a, c in zip(got, want):
+        torch.testing.assert_close(a, c, atol=1e-4, rtol=1e-5)
+
+
+def test_loop_weight_is_plain_linear_where_no_weight_gradient_is_wanted():
+    gen = torch.Generator().manual_seed(5)
+    w, x = torch.randn(6, 4, generator=gen), torch.randn(3, 4, generator=gen)
+    torch.testing.assert_close(gemm.LoopWeight(w)(x), F.linear(x, w), atol=1e-5, rtol=1e-5)
+    with torch.no_grad():
+        loop = gemm.LoopWeight(w.requires_grad_())
+        loop(x)
+    assert loop.calls == 0
+
+
+def test_a_second_backward_through_a_loop_weight_fails_loudly():
+    gen = torch.Generator().manual_seed(6)
+    w = torch.randn(6, 9, generator=gen, requires_grad=True)
+    xs = [torch.randn(2, 3, generator=gen) for _ in range(3)]
+    loss = _loop(w, None, xs, torch.zeros(2, 6), gemm.LoopWeight(w))
+    loss.backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="already summed"):
+        loss.backward()
+
+
+def test_loop_weight_under_autocast_casts_once_and_returns_float32_gradients():
+    gen = torch.Generator().manual_seed(7)
+    w = torch.randn(5, 9, generator=gen, requires_grad=True)
+    xs = [torch.randn(3, 4, generator=gen) for _ in range(4)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loop = gemm.LoopWeight(w)
+        assert loop.weight.dtype == torch.bfloat16
+        loss = _loop(w, None, xs, torch.zeros(3, 5), loop)
+    loss.float().backward()
+    assert w.grad.dtype == torch.float32
+    ref = w.detach().clone().requires_grad_()
+    _loop(ref, None, xs, torch.zeros(3, 5), lambda x: F.linear(x, ref)).backward()
+    torch.testing.assert_close(w.grad, ref.grad, atol=0.5, rtol=5e-2)  # bf16 products

@@ -80,7 +80,10 @@ def test_posterior_is_prior_times_likelihood_normalised(monkeypatch, chunk, vari
         logits_f, attn = model(SRC, SLEN, PREV)
         torch.testing.assert_close(logits, logits_f)  # the scores are those of forward
         real = next_tokens(PREV).ne(0)  # target rows beyond a sentence's length are not computed
-        torch.testing.assert_close(post[real], brute_force_posterior(model, SRC, SLEN, PREV)[real])
+        # float32 tolerance: the teacher-forced loop joins each layer's two products into one and
+        # the step API does not, so they round differently (a float64 model agrees to 1e-7, the
+        # posterior's own float32 rounding); these N(0, 0.5) weights amplify the last bits
+        torch.testing.assert_close(post[real], brute_force_posterior(model, SRC, SLEN, PREV)[real], atol=1e-4, rtol=1e-4)
     assert not torch.allclose(post, attn)  # it is not the attention itself
     torch.testing.assert_close(post.sum(-1), torch.ones(2, 4))
     assert post[1, :, 3].abs().max() == 0  # padding gets exactly nothing

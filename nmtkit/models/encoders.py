@@ -116,16 +116,18 @@ def masked_rnn(rnn: nn.Module, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tens
                 pre = gemm.linear(inp, w_ih, bias).unbind(1)
             else:  # a GRU's hidden bias sits inside r * (W_hn h + b_hn)
                 pre = gemm.linear(inp, w_ih, b_ih).unbind(1)
+            # the recurrent weight's gradient: one product over all steps (gemm.LoopWeight)
+            recurrent = gemm.LoopWeight(w_hh) if is_lstm else gemm.LoopWeight(w_hh, b_hh)
             h = x.new_zeros(bsz, rnn.hidden_size)
             c = x.new_zeros(bsz, rnn.hidden_size) if is_lstm else None
             steps: list[Optional[Tensor]] = [None] * width
             for t in (range(width - 1, -1, -1) if direction else range(width)):
                 keep = real[:, t]
                 if is_lstm:
-                    h_t, c_t = gemm.lstm_update(gemm.add_linears(pre[t], (h, w_hh)), c)
+                    h_t, c_t = gemm.lstm_update(pre[t] + recurrent(h), c)
                     c = torch.where(keep, c_t, c)
                 else:
-                    h_t = gemm.gru_update(pre[t], gemm.linear(h, w_hh, b_hh), h)
+                    h_t = gemm.gru_update(pre[t], recurrent(h), h)
                 h = torch.where(keep, h_t, h)
                 steps[t] = h_t * keep
             outs.append(torch.stack(steps, dim=1))

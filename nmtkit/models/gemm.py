@@ -115,18 +115,72 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     return _onednn_linear(x, weight, bias)
 
 
-def add_linears(base: Tensor, *terms: tuple[Tensor, Tensor]) -> Tensor:
-    """``base + sum(x @ w.T for x, w in terms)``: by oneDNN products where :func:`linear` uses them,
-    else as chained out-of-place ``addmm`` (one rounding per term under bf16 autocast, which casts
-    the operands of an out-of-place ``addmm``; MKL fuses the add).  Pass contiguous weights: a
-    slice would be copied at every call."""
-    if all(applies(x, w) for x, w in terms):
-        for x, w in terms:
-            base = base + linear(x, w)
-        return base
-    for x, w in terms:
-        base = torch.addmm(base, x, w.t())
-    return base
+class LoopWeight:
+    """A weight (and bias) that every step of one recurrent loop multiplies by, whose gradient is
+    summed over the steps in one product instead of one per step.
+
+    Why: in the backward pass of a step loop, the weight gradient of ``x_t @ w.T`` is
+    ``g_t.T @ x_t`` with an inner size of one batch (64 sentences in training), which runs at
+    about half the rate of the same product over all steps, and autograd then adds every step's
+    ``[N, K]`` gradient into the total.  Here each step keeps its ``(x_t, g_t)``; the loop's
+    first step, whose backward runs last because every later step depends on it, computes
+    ``cat(g).T @ cat(x)`` once.  The input gradients stay per step (the recurrence needs them).
+    Make one per loop (one forward pass); outside the oneDNN path, or where the weight needs no
+    gradient, a call is plain :func:`linear`.  A backward that reaches a step after the first
+    step's has summed (a second backward through a retained graph) raises instead of losing
+    that step's share.
+    """
+
+    def __init__(self, weight: Tensor, bias: Optional[Tensor] = None) -> None:
+        kind = weight.device.type
+        if torch.is_autocast_enabled(kind) and weight.is_floating_point():
+            # cast once per loop, not at every step: autocast caches the casts of leaf weights only
+            weight = weight.to(torch.get_autocast_dtype(kind))
+        self.weight = weight if _dense(weight) else weight.contiguous()
+        self.bias = bias if bias is None or bias.is_contiguous() else bias.contiguous()
+        self.calls = 0
+        self.summed = False
+        self.steps: list[tuple[Tensor, Tensor]] = []
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """``x @ weight.T + bias`` for one step."""
+        w, b = self.weight, self.bias
+        wants_grad = w.requires_grad or (b is not None and b.requires_grad)
+        if not (applies(x, w, b) and torch.is_grad_enabled() and wants_grad):
+            return linear(x, w, b)
+        self.calls += 1
+        return _LoopStepLinear.apply(x if _dense(x) else x.contiguous(), w, b, self, self.calls == 1)
+
+
+class _LoopStepLinear(torch.autograd.Function):
+    """One step's product of a :class:`LoopWeight`: the input gradient now, the weight and bias
+    gradients of all steps at the first step."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Optional[Tensor], loop: LoopWeight, first: bool) -> Tensor:  # noqa: ANN001
+        ctx.save_for_backward(x, weight)
+        ctx.loop, ctx.first, ctx.has_bias = loop, first, bias is not None
+        return _onednn_linear(x, weight, bias)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Optional[Tensor], ...]:  # noqa: ANN001
+        x, weight = ctx.saved_tensors
+        loop: LoopWeight = ctx.loop
+        if loop.summed:
+            raise RuntimeError("backward reached a step of a LoopWeight whose gradient was already summed "
+                               "(a second backward through the same loop is not supported)")
+        grad = grad.contiguous()
+        gx = _onednn_linear(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
+        loop.steps.append((x.reshape(-1, x.size(-1)), grad.reshape(-1, grad.size(-1))))
+        if not ctx.first:
+            return gx, None, None, None, None
+        xs = torch.cat([s[0] for s in loop.steps])
+        gs = torch.cat([s[1] for s in loop.steps])
+        loop.steps, loop.summed = [], True
+        gw = _onednn_linear(xs.t(), gs.t(), None).t() if ctx.needs_input_grad[1] else None  # as _OneDnnLinear
+        gb = gs.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return gx, gw, gb, None, None
 
 
 class Linear(nn.Linear):

@@ -23,7 +23,7 @@ computation, and the tests check the two agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -46,7 +46,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
-from nmtkit.models.gemm import Linear, add_linears, linear, lstm_cell, lstm_update
+from nmtkit.models.gemm import Linear, LoopWeight, linear, lstm_update
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -171,8 +171,10 @@ class LuongModel(Seq2SeqModel):
             state["feed"] = h0.new_zeros(n, self.cfg.hidden_size)
         return state
 
-    def _attend(self, top: Tensor, enc: EncoderOutput, steps: Tensor) -> tuple[Tensor, Optional[Tensor]]:
-        """Top decoder states ``[B, T, H]`` -> (attentional states ``[B, T, H]``, weights)."""
+    def _attend(self, top: Tensor, enc: EncoderOutput, steps: Tensor,
+                w_c: Optional[Callable[[Tensor], Tensor]] = None) -> tuple[Tensor, Optional[Tensor]]:
+        """Top decoder states ``[B, T, H]`` -> (attentional states ``[B, T, H]``, weights);
+        ``w_c`` computes ``W_c [c; h]`` in place of the layer (a step loop's :class:`LoopWeight`)."""
         if not self.has_attention:
             return top, None
         n, t, h = top.shape
@@ -183,7 +185,7 @@ class LuongModel(Seq2SeqModel):
         context, weights = self.attention(query, enc.states, enc.mask, enc.extra.get("keys"), steps)
         if g > 1:
             context, weights = context.reshape(n, t, -1), weights.reshape(n, t, -1)
-        return torch.tanh(self.W_c(torch.cat([context, top], dim=-1))), weights
+        return torch.tanh((w_c or self.W_c)(torch.cat([context, top], dim=-1))), weights
 
     def _step(
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput
@@ -212,15 +214,23 @@ class LuongModel(Seq2SeqModel):
         """Teacher-forced input-feeding decoder over all steps -> (h~ ``[B, T, H]``, attention,
         top decoder states ``h_t`` ``[B, T, H]`` if ``keep_tops`` else None) (see the module docstring):
         the same computation as repeated :meth:`_step` calls, with the embedding half of
-        the first layer's input projected once for all steps and no per-step concatenation."""
+        the first layer's input projected once for all steps.  Each layer's per-step products
+        are one product of ``[x_t; h_{t-1}]`` with ``[W_ih W_hh]`` (joined once per batch), and
+        every per-step weight (with ``W_c``) is a :class:`LoopWeight`: its gradient is one
+        product over all steps."""
         rnn, layers = self.decoder, self.cfg.layers
         e = self.cfg.embed_dim
-        w_ih0, w_hh0 = rnn.weight_ih_l0, rnn.weight_hh_l0
+        w_ih0 = rnn.weight_ih_l0
         pre = linear(self.embed_dropout(emb), w_ih0[:, :e].contiguous(), rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
         # unbind once: indexing pre[:, t] every step would make each step's backward write a
         # zero-filled [B, T, 4H] gradient (quadratic in T); unbind's backward is one stack
         pre_steps = pre.unbind(1)
-        w_feed = w_ih0[:, e:].contiguous()  # once per batch, not per step (gemm.linear copies slices)
+        step_weights = [LoopWeight(torch.cat([w_ih0[:, e:], rnn.weight_hh_l0], dim=1))]  # [x_t = feed; h]
+        for layer in range(1, layers):
+            w_ih, w_hh = getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}")
+            b_ih, b_hh = getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}")
+            step_weights.append(LoopWeight(torch.cat([w_ih, w_hh], dim=1), b_ih + b_hh))
+        w_c = LoopWeight(self.W_c.weight) if self.has_attention else None
         hs = list(state["h"].unbind(1))
         cs = list(state["c"].unbind(1))
         feed = state["feed"]
@@ -230,19 +240,16 @@ class LuongModel(Seq2SeqModel):
         all_steps = torch.arange(tgt_len, device=emb.device)[None, :].expand(bsz, tgt_len)
         outs, attns, tops = [], [], []
         for t in range(tgt_len):
-            gates = add_linears(pre_steps[t], (self.embed_dropout(feed), w_feed), (hs[0], w_hh0))
+            gates = pre_steps[t] + step_weights[0](torch.cat([self.embed_dropout(feed), hs[0]], dim=1))
             hs[0], cs[0] = lstm_update(gates, cs[0])
             inp = hs[0]
             for layer in range(1, layers):
                 if layer_drop:
                     inp = F.dropout(inp, layer_drop, training=True)
-                hs[layer], cs[layer] = lstm_cell(
-                    inp, hs[layer], cs[layer],
-                    getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}"),
-                    getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}"),
-                )
+                gates = step_weights[layer](torch.cat([inp, hs[layer]], dim=1))
+                hs[layer], cs[layer] = lstm_update(gates, cs[layer])
                 inp = hs[layer]
-            htilde, weights = self._attend(inp.unsqueeze(1), enc, all_steps[:, t : t + 1])
+            htilde, weights = self._attend(inp.unsqueeze(1), enc, all_steps[:, t : t + 1], w_c)
             feed = htilde.squeeze(1)
             outs.append(htilde)
             attns.append(weights)

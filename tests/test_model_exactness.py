@@ -123,13 +123,19 @@ def _luong_variants():
                         source_reversal=reverse, layers=layers))
     for bidir in (False, True):  # no attention: no input feeding either (a config error)
         out.append(dict(attention="none", input_feeding=False, encoder_bidirectional=bidir, source_reversal=bidir, layers=2))
+    # a wider bidirectional encoder than the decoder (annotations of 18 against hidden_size 12)
+    for attention, score, layers in (("global", "general", 2), ("local-p", "concat", 1), ("local-m", "location", 2)):
+        out.append(dict(attention=attention, score=score, input_feeding=True, encoder_bidirectional=True,
+                        encoder_hidden_size=9, source_reversal=False, layers=layers))
+    out.append(dict(attention="none", input_feeding=False, encoder_bidirectional=True, encoder_hidden_size=9,
+                    source_reversal=True, layers=2))
     return out
 
 
 def _vid(o: dict) -> str:
     return "-".join([o["attention"], o.get("score", ""), "feed" if o["input_feeding"] else "nofeed",
                      "bi" if o["encoder_bidirectional"] else "uni", "rev" if o["source_reversal"] else "fwd",
-                     f"L{o['layers']}"])
+                     f"L{o['layers']}"] + ([f"enc{o['encoder_hidden_size']}"] if "encoder_hidden_size" in o else []))
 
 
 @pytest.mark.parametrize("opts", _luong_variants(), ids=_vid)

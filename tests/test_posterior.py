@@ -27,6 +27,7 @@ MODELS = {
     "luong-no-feed": ("luong_tiny", {"input_feeding": False, "score": "concat"}),
     "luong-local-p": ("luong_tiny", {"attention": "local-p", "window": 1}),
     "luong-bidir-location": ("luong_tiny", {"score": "location", "encoder_bidirectional": True}),
+    "luong-wide-encoder": ("luong_tiny", {"encoder_bidirectional": True, "encoder_hidden_size": 24}),
 }
 
 

@@ -180,6 +180,18 @@ def test_bidirectional_needs_even_hidden_size():
         build("luong_tiny", encoder_bidirectional=True, hidden_size=13)
 
 
+def test_encoder_hidden_size_sizes_a_bidirectional_encoder():
+    model = build("luong_tiny", encoder_bidirectional=True, hidden_size=13, encoder_hidden_size=10, embed_dim=8)
+    assert model.encoder.rnn.hidden_size == 10 and model.bridge_h.weight.shape == (model.cfg.layers * 13, model.cfg.layers * 20)
+    assert model.W_c.weight.shape == (13, 20 + 13) and model.attention.W_a.weight.shape == (13, 20)
+    with pytest.raises(NmtkitError, match="bidirectional"):
+        build("luong_tiny", encoder_hidden_size=10)
+    with pytest.raises(NmtkitError, match="dot score"):
+        build("luong_tiny", encoder_bidirectional=True, encoder_hidden_size=10, score="dot")
+    with pytest.raises(NmtkitError, match="encoder_hidden_size"):
+        build("luong_tiny", encoder_bidirectional=True, encoder_hidden_size=-1)
+
+
 def test_bidirectional_alignments_and_unk_replacement_through_translate(tmp_path):
     """A random bidirectional luong checkpoint whose output layer always prefers <unk>: every
     output word is then replaced by the source word the attention points at, which must be the
@@ -341,3 +353,17 @@ def test_new_options_survive_a_checkpoint_round_trip(tmp_path, arch, options):
         assert model.output_projection.weight is model.tgt_embed.weight
     if options.get("encoder_bidirectional"):
         assert model.encoder.rnn.bidirectional and hasattr(model, "bridge_h")
+
+
+@pytest.mark.parametrize("extra", [[], ["--quantize", "int8"]], ids=["fp32", "int8"])
+def test_a_wide_encoder_checkpoint_translates_with_alignments(tmp_path, extra):
+    from nmtkit.cli.translate import command as translate
+
+    path = make_checkpoint(tmp_path / "wide.pt", arch="luong_tiny", encoder_bidirectional=True, encoder_hidden_size=20)
+    w_c = load_checkpoint(path)["model"]["W_c.weight"]
+    assert w_c.shape[1] == 2 * 20 + w_c.shape[0]  # [c_t; h_t]: annotations of 2 x 20, then the decoder state
+    src = "the cat sees the dog .\nAnna sleeps .\n"
+    res = CliRunner().invoke(translate, ["--path", str(path), "--quiet", "--threads", "1", "--beam", "3",
+                                         "--print-alignment", *extra], input=src)
+    assert res.exit_code == 0, res.output
+    assert len(res.output.splitlines()) == 2

@@ -61,7 +61,9 @@ class LuongAttention(nn.Module):
         score: str = "general",
         window: int = 10,
         max_source_positions: int = 100,
+        key_size: Optional[int] = None,
     ) -> None:
+        """``key_size``: the size of a source annotation (default ``hidden_size``, the query's)."""
         super().__init__()
         if attention not in ("global", "local-m", "local-p"):
             raise ValueError(f"attention type must be global, local-m or local-p, got {attention!r}")
@@ -74,11 +76,14 @@ class LuongAttention(nn.Module):
         self.window = window
         self.max_source_positions = max_source_positions
         h = hidden_size
+        k = key_size or h
+        if score == "dot" and k != h:
+            raise ValueError(f"the dot score needs annotations of the query's size, got {k} and {h}")
         if score == "general":
-            self.W_a = Linear(h, h, bias=False)
+            self.W_a = Linear(k, h, bias=False)
         elif score == "concat":
             self.W_q = Linear(h, h, bias=False)
-            self.W_k = Linear(h, h, bias=False)
+            self.W_k = Linear(k, h, bias=False)
             self.v_a = Linear(h, 1, bias=False)
         elif score == "location":
             self.W_loc = Linear(h, max_source_positions, bias=False)

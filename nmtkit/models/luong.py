@@ -2,7 +2,9 @@
 
 Encoder: stacked LSTM (optionally reading the source reversed), unidirectional as in the
 paper or, with ``encoder_bidirectional``, bidirectional with half the units per direction (as
-OpenNMT-py's ``brnn``).  Decoder: stacked LSTM initialised with the encoder's final ``(h, c)``
+OpenNMT-py's ``brnn``) or ``encoder_hidden_size`` units per direction (fairseq's ``lstm`` encoder
+has 256 per direction in front of a 256-unit decoder; the bridge and the attention's
+``W_a``/``W_k`` and ``W_c`` map the annotations to the decoder's size).  Decoder: stacked LSTM initialised with the encoder's final ``(h, c)``
 of every layer; a bidirectional encoder's final states pass through a learned bridge
 ``h_0 = tanh(W_h [->h; <-h] + b_h)``, ``c_0 = W_c [->c; <-c] + b_c`` (all layers at once).  With attention,
 the top decoder state ``h_t`` attends over the encoder states (``nmtkit.models.attention``)
@@ -67,6 +69,18 @@ class LuongConfig(BaseConfig):
                                        "source tokens beyond get zero weight.")
     encoder_bidirectional: bool = option(False, "Bidirectional encoder (hidden_size / 2 units per direction) "
                                          "with a learned bridge.")
+    encoder_hidden_size: int = option(0, "Units per direction of a bidirectional encoder (0: hidden_size / 2); "
+                                      "the bridge and the attention map them to the decoder's hidden_size.")
+
+    def encoder_units(self) -> int:
+        """Units per encoder direction."""
+        if not self.encoder_bidirectional:
+            return self.hidden_size
+        return self.encoder_hidden_size or self.hidden_size // 2
+
+    def annotation_size(self) -> int:
+        """Size of one source annotation h_s (both directions side by side)."""
+        return self.encoder_units() * (2 if self.encoder_bidirectional else 1)
 
     def validate(self) -> None:
         super().validate()
@@ -83,11 +97,19 @@ class LuongConfig(BaseConfig):
                 self.max_source_positions >= 1,
                 f"location score needs max_source_positions >= 1, got {self.max_source_positions}",
             )
-        if self.encoder_bidirectional:
+        if self.encoder_bidirectional and not self.encoder_hidden_size:
             require(
                 self.hidden_size % 2 == 0,
                 f"encoder_bidirectional splits hidden_size over two directions; it must be even, got {self.hidden_size}",
             )
+        if self.encoder_hidden_size:
+            require(self.encoder_bidirectional,
+                    "encoder_hidden_size sizes a bidirectional encoder (its bridge maps it to the decoder); "
+                    "add encoder_bidirectional, or set hidden_size for a unidirectional one")
+            require_at_least("encoder_hidden_size", self.encoder_hidden_size, 1)
+            require(self.attention == "none" or self.score != "dot" or self.annotation_size() == self.hidden_size,
+                    f"the dot score needs annotations of the decoder's size: 2 x encoder_hidden_size = "
+                    f"{self.annotation_size()} against hidden_size {self.hidden_size}; use score general or concat")
 
 
 @register_model("luong")
@@ -104,14 +126,15 @@ class LuongModel(Seq2SeqModel):
         self.input_feeding = cfg.input_feeding
         h = cfg.hidden_size
         self.bidirectional = cfg.encoder_bidirectional
+        annotation = cfg.annotation_size()
         self.encoder = RNNEncoder(
-            len(src_dict), cfg.embed_dim, h // 2 if self.bidirectional else h, cfg.layers, cell="lstm",
+            len(src_dict), cfg.embed_dim, cfg.encoder_units(), cfg.layers, cell="lstm",
             bidirectional=self.bidirectional, dropout=cfg.dropout_rate("embed"),
             reverse_source=cfg.source_reversal, layer_dropout=cfg.dropout_rate("hidden"),
         )
         if self.bidirectional:
-            self.bridge_h = Linear(cfg.layers * h, cfg.layers * h)
-            self.bridge_c = Linear(cfg.layers * h, cfg.layers * h)
+            self.bridge_h = Linear(cfg.layers * annotation, cfg.layers * h)
+            self.bridge_c = Linear(cfg.layers * annotation, cfg.layers * h)
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         dec_input = cfg.embed_dim + (h if cfg.input_feeding else 0)
         self.decoder = nn.LSTM(
@@ -122,9 +145,9 @@ class LuongModel(Seq2SeqModel):
         self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
         if self.has_attention:
             self.attention = LuongAttention(
-                h, cfg.attention, cfg.score, cfg.window, cfg.max_source_positions
+                h, cfg.attention, cfg.score, cfg.window, cfg.max_source_positions, key_size=annotation
             )
-            self.W_c = Linear(2 * h, h, bias=False)
+            self.W_c = Linear(annotation + h, h, bias=False)
         self.output_projection = Linear(h, len(tgt_dict))
         tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 
@@ -140,10 +163,11 @@ class LuongModel(Seq2SeqModel):
         """Encoder final states (PyTorch layout) -> decoder ``(h_0, c_0)`` ``[B, layers, H]``."""
         if not self.bidirectional:
             return batch_first(h_n), batch_first(c_n)
-        h, c = batch_first(join_directions(h_n)), batch_first(join_directions(c_n))  # [B, L, H]
+        h, c = batch_first(join_directions(h_n)), batch_first(join_directions(c_n))  # [B, L, annotation]
         bsz, layers, size = h.shape
-        h0 = torch.tanh(self.bridge_h(h.reshape(bsz, layers * size))).view(bsz, layers, size)
-        c0 = self.bridge_c(c.reshape(bsz, layers * size)).view(bsz, layers, size)
+        out = self.cfg.hidden_size
+        h0 = torch.tanh(self.bridge_h(h.reshape(bsz, layers * size))).view(bsz, layers, out)
+        c0 = self.bridge_c(c.reshape(bsz, layers * size)).view(bsz, layers, out)
         return h0, c0
 
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:

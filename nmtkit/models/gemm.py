@@ -126,20 +126,20 @@ class LoopWeight:
     first step, whose backward runs last because every later step depends on it, computes
     ``cat(g).T @ cat(x)`` once.  The input gradients stay per step (the recurrence needs them).
     Make one per loop (one forward pass); outside the oneDNN path, or where the weight needs no
-    gradient, a call is plain :func:`linear`.  A backward that reaches a step after the first
-    step's has summed (a second backward through a retained graph) raises instead of losing
-    that step's share.
+    gradient, a call is plain :func:`linear`.  Each backward pass (graph task) starts a fresh
+    sum, so a partial pass over a retained graph (``torch.autograd.grad`` of an input of a later
+    step, which never reaches the first step) leaves nothing behind for the next one.
     """
 
     def __init__(self, weight: Tensor, bias: Optional[Tensor] = None) -> None:
         kind = weight.device.type
-        if torch.is_autocast_enabled(kind) and weight.is_floating_point():
+        if torch.is_autocast_enabled(kind) and weight.dtype == torch.float32:
             # cast once per loop, not at every step: autocast caches the casts of leaf weights only
             weight = weight.to(torch.get_autocast_dtype(kind))
         self.weight = weight if _dense(weight) else weight.contiguous()
         self.bias = bias if bias is None or bias.is_contiguous() else bias.contiguous()
         self.calls = 0
-        self.summed = False
+        self.task = -1  # the backward pass the kept steps belong to
         self.steps: list[tuple[Tensor, Tensor]] = []
 
     def __call__(self, x: Tensor) -> Tensor:
@@ -167,9 +167,9 @@ class _LoopStepLinear(torch.autograd.Function):
     def backward(ctx, grad: Tensor) -> tuple[Optional[Tensor], ...]:  # noqa: ANN001
         x, weight = ctx.saved_tensors
         loop: LoopWeight = ctx.loop
-        if loop.summed:
-            raise RuntimeError("backward reached a step of a LoopWeight whose gradient was already summed "
-                               "(a second backward through the same loop is not supported)")
+        task = torch._C._current_graph_task_id()
+        if task != loop.task:  # a new backward pass: what an earlier (partial) one kept is not ours
+            loop.task, loop.steps = task, []
         grad = grad.contiguous()
         gx = _onednn_linear(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
         loop.steps.append((x.reshape(-1, x.size(-1)), grad.reshape(-1, grad.size(-1))))
@@ -177,7 +177,7 @@ class _LoopStepLinear(torch.autograd.Function):
             return gx, None, None, None, None
         xs = torch.cat([s[0] for s in loop.steps])
         gs = torch.cat([s[1] for s in loop.steps])
-        loop.steps, loop.summed = [], True
+        loop.steps = []
         gw = _onednn_linear(xs.t(), gs.t(), None).t() if ctx.needs_input_grad[1] else None  # as _OneDnnLinear
         gb = gs.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return gx, gw, gb, None, None

@@ -254,6 +254,7 @@ class LuongModel(Seq2SeqModel):
             w_ih, w_hh = getattr(rnn, f"weight_ih_l{layer}"), getattr(rnn, f"weight_hh_l{layer}")
             b_ih, b_hh = getattr(rnn, f"bias_ih_l{layer}"), getattr(rnn, f"bias_hh_l{layer}")
             step_weights.append(LoopWeight(torch.cat([w_ih, w_hh], dim=1), b_ih + b_hh))
+        # input feeding chains every step's W_c product to the next step's, which LoopWeight needs
         w_c = LoopWeight(self.W_c.weight) if self.has_attention else None
         hs = list(state["h"].unbind(1))
         cs = list(state["c"].unbind(1))

@@ -25,7 +25,7 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         real = target != PAD_ID
         zero = lprobs.new_zeros(())
         nll_sum = -torch.where(real, lprobs.gather(1, target.unsqueeze(1)).squeeze(1), zero).sum()
-        loss = nll_sum
+        loss = nll_sum.clone()  # two outputs, two tensors (autograd fills one gradient per tensor)
         if smoothing > 0:
             loss = (1.0 - smoothing) * nll_sum - smoothing * torch.where(real, lprobs.mean(dim=-1), zero).sum()
         ctx.save_for_backward(lprobs, target, real)
@@ -40,15 +40,13 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         ctx.used = True
         lprobs, target, real = ctx.saved_tensors
         eps = ctx.smoothing
-        # d loss / d logits = softmax - (1 - eps) onehot - eps / V; d nll / d logits = softmax - onehot
-        grad = lprobs.exp_().mul_(g_loss + g_nll)
+        # d loss / d logits = softmax - (1 - eps) onehot - eps / V; d nll / d logits = softmax - onehot;
+        # padded rows get 0 through per-row factors (no pass of its own, no host sync on a GPU)
+        row = real.unsqueeze(1).to(lprobs.dtype)  # [N, 1]
+        grad = lprobs.exp_().mul_(row * (g_loss + g_nll))
         if eps > 0:
-            grad.sub_(g_loss * (eps / lprobs.size(1)))
-        hot = (g_loss * (1.0 - eps) + g_nll).expand(target.size(0), 1)
-        grad.scatter_add_(1, target.unsqueeze(1), -hot)
-        pad_rows = (~real).nonzero().squeeze(1)
-        if pad_rows.numel():
-            grad.index_fill_(0, pad_rows, 0.0)
+            grad.sub_(row * (g_loss * (eps / lprobs.size(1))))
+        grad.scatter_add_(1, target.unsqueeze(1), row * -(g_loss * (1.0 - eps) + g_nll))
         return grad.to(ctx.in_dtype), None, None
 
 

@@ -84,3 +84,43 @@ def test_list_archs_unknown_name_is_one_line_with_suggestions():
     lines = res.output.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("nmtkit-train: error: --list-archs: no preset named 'luong_smal' (did you mean luong_small")
+
+
+def test_adam_is_torch_adam_fused_with_the_same_updates():
+    gen = torch.Generator().manual_seed(0)
+    start = [torch.randn(5, 3, generator=gen), torch.randn(3, generator=gen)]
+    grads = [[torch.randn(t.shape, generator=gen) for t in start] for _ in range(4)]
+    results = []
+    for make in (lambda ps: build_optimizer("adam", ps, 2e-3), lambda ps: torch.optim.Adam(ps, lr=2e-3, fused=False)):
+        params = [torch.nn.Parameter(t.clone()) for t in start]
+        opt = make(params)
+        for step in grads:
+            for p, g in zip(params, step):
+                p.grad = g.clone()
+            opt.step()
+        results.append([p.detach() for p in params])
+    assert build_optimizer("adam", [torch.nn.Parameter(torch.zeros(1))], None).param_groups[0]["fused"]
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 1e9, float("inf")])
+def test_normalize_and_clip_is_divide_then_clip_grad_norm(max_norm):
+    from nmtkit.train.optim import normalize_and_clip
+
+    gen = torch.Generator().manual_seed(1)
+    grads = [torch.randn(4, 3, generator=gen) * 3, torch.randn(7, generator=gen), None]
+    ours = [torch.nn.Parameter(torch.zeros(g.shape if g is not None else (2,))) for g in grads]
+    ref = [torch.nn.Parameter(torch.zeros(p.shape)) for p in ours]
+    for a, b, g in zip(ours, ref, grads):
+        a.grad, b.grad = (None, None) if g is None else (g.clone(), g.clone())
+    norm = normalize_and_clip(ours, 6.0, max_norm)
+    for b in ref:
+        if b.grad is not None:
+            b.grad.div_(6.0)
+    want = float(torch.nn.utils.clip_grad_norm_(ref, max_norm))
+    assert norm == pytest.approx(want, rel=1e-6)
+    for a, b in zip(ours, ref):
+        assert (a.grad is None) == (b.grad is None)
+        if a.grad is not None:
+            torch.testing.assert_close(a.grad, b.grad, atol=1e-7, rtol=1e-6)

@@ -32,7 +32,7 @@ from nmtkit.train.ema import WeightAverage, averaged
 from nmtkit.train.divergence import DivergenceGuard, Diverged, weights_problem
 from nmtkit.train.guided import check_guided_alignment, gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
-from nmtkit.train.optim import LRSchedule, build_optimizer
+from nmtkit.train.optim import LRSchedule, build_optimizer, normalize_and_clip
 from nmtkit.utils.memory import allocation_guard, model_size_hint
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.run_log import RunLog
@@ -187,11 +187,8 @@ class Trainer:
         if self.scaler is not None:
             self.scaler.unscale_(self.optimizer)
         denominator = max(ntokens if self.opt.loss_norm == "token" else sentences, 1.0)
-        for p in self.model.parameters():
-            if p.grad is not None:
-                p.grad.div_(denominator)
         clip = self.opt.clip_norm if self.opt.clip_norm > 0 else float("inf")
-        gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip))
+        gnorm = normalize_and_clip(self.model.parameters(), denominator, clip)
         loss_scale = None
         if self.scaler is not None:
             loss_scale = float(self.scaler.get_scale())  # the scale of this update, before update() changes it

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Where training time goes: ``torch.profiler`` over a few updates of one preset.
 
-Prints the operators by self CPU time and the split between the model's forward, the backward
-pass and the optimizer step (record_function ranges), for ``bench/README.md``.
+Prints the operators by self CPU time, for ``bench/README.md``.  Each update is the trainer's
+own ``train_step`` (forward and backward under the run's ``--amp``, gradient normalisation and
+clipping, the optimizer step), so the profile is of the code that trains.
 
-    python bench/profile_train.py DATA_DIR --arch luong_small --batch-size 64 --updates 20
+    python bench/profile_train.py DATA_DIR --arch luong_small --batch-size 64 --updates 20 [--amp bf16]
 """
 from __future__ import annotations
 
@@ -27,39 +28,27 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rows", type=int, default=15)
+    ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="the trainer's --amp (default: float32)")
     args = ap.parse_args()
 
     from rich.console import Console
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import ProfilerActivity, profile
 
-    from nmtkit.data.dataset import collate, make_batches
+    from nmtkit.data.dataset import make_batches
     from nmtkit.train import distributed as distmod
-    from nmtkit.train.loss import sequence_loss
     from nmtkit.train.options import resolve_train_options
     from nmtkit.train.trainer import Trainer
 
     torch.set_num_threads(args.threads)
     opt = resolve_train_options(args.data, {"arch": args.arch, "batch_size": args.batch_size, "max_tokens": None,
                                             "device": "cpu", "threads": args.threads, "no_progress": True,
-                                            "save_dir": "/tmp/profile_train_ck", "valid_subset": "none"})
+                                            "save_dir": "/tmp/profile_train_ck", "valid_subset": "none", "amp": args.amp})
     trainer = Trainer(opt, {}, Console(stderr=True), distmod.DistInfo())
-    ds, model, optim = trainer.train_set, trainer.model, trainer.optimizer
+    ds = trainer.train_set
     batches = make_batches(ds.src_sizes, ds.tgt_sizes, None, args.batch_size, seed=1, epoch=1)
-    model.train()
 
     def update(k: int) -> int:
-        idx = batches[k]
-        batch = collate([ds[i] for i in idx], idx)
-        with record_function("forward"):
-            logits, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
-            loss, _ = sequence_loss(logits, batch.target)
-        with record_function("backward"):
-            (loss / batch.ntokens).backward()
-        with record_function("optimizer"):
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            optim.step()
-            optim.zero_grad(set_to_none=True)
-        return batch.ntokens
+        return int(trainer.train_step([batches[k]])["ntokens"])
 
     for k in range(args.warmup):
         update(k)
@@ -68,7 +57,7 @@ def main() -> None:
         for k in range(args.warmup, args.warmup + args.updates):
             tokens += update(k)
     seconds = time.perf_counter() - t0
-    print(f"{args.arch}, batch {args.batch_size}, {args.threads} thread(s): {args.updates} updates, "
+    print(f"{args.arch}, batch {args.batch_size}, {args.threads} thread(s), amp {args.amp}: {args.updates} updates, "
           f"{tokens / seconds:,.0f} target tok/s under the profiler")
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
 

@@ -281,3 +281,35 @@ def test_loop_weight_under_autocast_casts_once_and_returns_float32_gradients():
     ref = w.detach().clone().requires_grad_()
     _loop(ref, None, xs, torch.zeros(3, 5), lambda x: F.linear(x, ref)).backward()
     torch.testing.assert_close(w.grad, ref.grad, atol=0.5, rtol=5e-2)  # bf16 products
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_batched_loop_weight_sums_the_steps_gradient_in_one_bmm(transposed):
+    """Attention-shaped loop: per-sentence matrices (keys [B, S, H], or states read as [B, H, S])
+    multiplied at every step; gradients equal per-step torch.bmm's."""
+    gen = torch.Generator().manual_seed(8)
+    states = torch.randn(3, 5, 4, generator=gen, requires_grad=True)  # B=3, S=5, H=4
+    queries = [torch.randn(3, 1, 4 if not transposed else 5, generator=gen, requires_grad=True) for _ in range(4)]
+    leaves = [states, *queries]
+
+    def run(product_of) -> list[torch.Tensor]:
+        for t in leaves:
+            t.grad = None
+        w = states.transpose(1, 2) if transposed else states
+        product, carry, loss = product_of(w), 0.0, 0.0
+        for k, q in enumerate(queries):  # each step reads the last: the steps are chained
+            y = product(q + carry)
+            carry = torch.tanh(y).sum() * 0.1
+            loss = loss + (y * (k + 1)).sum()
+        loss.backward()
+        return [t.grad.clone() for t in leaves]
+
+    want = run(lambda w: (lambda x: torch.bmm(x.double(), w.double().transpose(1, 2)).float()))
+    got = run(gemm.LoopWeight)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-5)
+    with torch.no_grad():
+        loop = gemm.LoopWeight(states)
+        torch.testing.assert_close(loop(queries[0]) if not transposed else loop(queries[0][..., :4]),
+                                   torch.bmm(queries[0] if not transposed else queries[0][..., :4], states.transpose(1, 2)))
+    assert loop.calls == 0

@@ -38,7 +38,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from nmtkit.models.gemm import Linear
+from nmtkit.models.gemm import Linear, LoopWeight
 
 ATTENTION_TYPES = ("none", "global", "local-m", "local-p")
 SCORE_FUNCTIONS = ("dot", "general", "concat", "location")
@@ -99,8 +99,20 @@ class LuongAttention(nn.Module):
             return self.W_k(states)
         return None
 
-    def scores(self, query: Tensor, states: Tensor, keys: Optional[Tensor]) -> Tensor:
+    def loop_products(self, states: Tensor, keys: Optional[Tensor]) -> tuple[Optional[LoopWeight], LoopWeight]:
+        """For a step loop over one batch (the teacher-forced decoder): the score product
+        ``q K^T`` (dot, general) and the context product ``a H`` as :class:`LoopWeight` s, whose
+        gradients with respect to the keys and states are summed over the steps in one product."""
+        score = None
+        if self.score in ("dot", "general"):
+            score = LoopWeight(states if self.score == "dot" else (self.W_a(states) if keys is None else keys))
+        return score, LoopWeight(states.transpose(1, 2))
+
+    def scores(self, query: Tensor, states: Tensor, keys: Optional[Tensor],
+               score_product: Optional[LoopWeight] = None) -> Tensor:
         """``[B, T, H]`` queries against ``[B, S, H]`` states -> raw scores ``[B, T, S]``."""
+        if score_product is not None:
+            return score_product(query)
         if self.score == "dot":
             return torch.bmm(query, states.transpose(1, 2))
         if self.score == "general":
@@ -136,13 +148,15 @@ class LuongAttention(nn.Module):
         mask: Tensor,
         keys: Optional[Tensor] = None,
         steps: Optional[Tensor] = None,
+        products: Optional[tuple[Optional[LoopWeight], LoopWeight]] = None,
     ) -> tuple[Tensor, Tensor]:
         """Attend: query ``[B, T, H]``, states ``[B, S, H]``, mask ``[B, S]`` (True = real),
-        keys from :meth:`precompute_keys`, steps ``[B, T]`` (local-m) ->
-        (context ``[B, T, H]``, weights ``[B, T, S]``)."""
+        keys from :meth:`precompute_keys`, steps ``[B, T]`` (local-m), a step loop's
+        :meth:`loop_products` -> (context ``[B, T, H]``, weights ``[B, T, S]``)."""
         bsz, tgt_len, _ = query.shape
         src_len = states.size(1)
-        scores = self.scores(query, states, keys)
+        score_product, context_product = products if products is not None else (None, None)
+        scores = self.scores(query, states, keys, score_product)
         valid = mask[:, None, :].expand(bsz, tgt_len, src_len)
         positions = torch.arange(src_len, device=query.device)
         if self.score == "location" and src_len > self.max_source_positions:
@@ -158,7 +172,7 @@ class LuongAttention(nn.Module):
         weights = masked_softmax(scores, valid)
         if gauss is not None:
             weights = weights * gauss
-        context = torch.bmm(weights, states)
+        context = torch.bmm(weights, states) if context_product is None else context_product(weights)
         return context, weights
 
 

@@ -126,7 +126,14 @@ class LoopWeight:
     first step, whose backward runs last because every later step depends on it, computes
     ``cat(g).T @ cat(x)`` once.  The input gradients stay per step (the recurrence needs them).
     Make one per loop (one forward pass); outside the oneDNN path, or where the weight needs no
-    gradient, a call is plain :func:`linear`.  Each backward pass (graph task) starts a fresh
+    gradient, a call is plain :func:`linear`.
+
+    A batched weight ``[B, N, K]`` (one matrix per sentence: attention keys, or the transposed
+    encoder states a context is read from) gives ``bmm(x_t, weight^T)`` for ``x_t`` ``[B, R, K]``.
+    Its per-step weight gradient is an outer product per sentence, which ATen's CPU ``bmm`` runs
+    at a small fraction of its speed (in a float32 ``luong_small`` profile the attention's two
+    per-step outer products cost about a tenth of an update); summed here, it is one ``bmm`` over
+    all steps.  That holds on any CPU and under autocast (the weight is cast once), not on GPUs.  Each backward pass (graph task) starts a fresh
     sum, so a partial pass over a retained graph (``torch.autograd.grad`` of an input of a later
     step, which never reaches the first step) leaves nothing behind for the next one.
     """
@@ -136,16 +143,22 @@ class LoopWeight:
         if torch.is_autocast_enabled(kind) and weight.dtype == torch.float32:
             # cast once per loop, not at every step: autocast caches the casts of leaf weights only
             weight = weight.to(torch.get_autocast_dtype(kind))
-        self.weight = weight if _dense(weight) else weight.contiguous()
+        self.weight = weight if weight.dim() == 3 or _dense(weight) else weight.contiguous()  # bmm reads any layout
         self.bias = bias if bias is None or bias.is_contiguous() else bias.contiguous()
         self.calls = 0
         self.task = -1  # the backward pass the kept steps belong to
         self.steps: list[tuple[Tensor, Tensor]] = []
 
     def __call__(self, x: Tensor) -> Tensor:
-        """``x @ weight.T + bias`` for one step."""
+        """``x @ weight.T + bias`` (batched: ``bmm(x, weight^T)``) for one step."""
         w, b = self.weight, self.bias
         wants_grad = w.requires_grad or (b is not None and b.requires_grad)
+        if w.dim() == 3:
+            x = x.to(w.dtype)  # under autocast: what bmm's autocast would do
+            if not (torch.is_grad_enabled() and wants_grad and w.device.type == "cpu"):
+                return torch.bmm(x, w.transpose(1, 2))
+            self.calls += 1
+            return _LoopStepLinear.apply(x, w, None, self, self.calls == 1)
         if not (applies(x, w, b) and torch.is_grad_enabled() and wants_grad):
             return linear(x, w, b)
         self.calls += 1
@@ -160,6 +173,8 @@ class _LoopStepLinear(torch.autograd.Function):
     def forward(ctx, x: Tensor, weight: Tensor, bias: Optional[Tensor], loop: LoopWeight, first: bool) -> Tensor:  # noqa: ANN001
         ctx.save_for_backward(x, weight)
         ctx.loop, ctx.first, ctx.has_bias = loop, first, bias is not None
+        if weight.dim() == 3:
+            return torch.bmm(x, weight.transpose(1, 2))
         return _onednn_linear(x, weight, bias)
 
     @staticmethod
@@ -171,6 +186,14 @@ class _LoopStepLinear(torch.autograd.Function):
         if task != loop.task:  # a new backward pass: what an earlier (partial) one kept is not ours
             loop.task, loop.steps = task, []
         grad = grad.contiguous()
+        if weight.dim() == 3:  # per sentence: [B, R, N] gradients of [B, R, K] inputs
+            gx = torch.bmm(grad, weight) if ctx.needs_input_grad[0] else None
+            loop.steps.append((x, grad))
+            if not ctx.first:
+                return gx, None, None, None, None
+            xs, gs = torch.cat([s[0] for s in loop.steps], dim=1), torch.cat([s[1] for s in loop.steps], dim=1)
+            loop.steps = []
+            return gx, torch.bmm(gs.transpose(1, 2), xs) if ctx.needs_input_grad[1] else None, None, None, None
         gx = _onednn_linear(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
         loop.steps.append((x.reshape(-1, x.size(-1)), grad.reshape(-1, grad.size(-1))))
         if not ctx.first:

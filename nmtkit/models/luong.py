@@ -195,10 +195,11 @@ class LuongModel(Seq2SeqModel):
             state["feed"] = h0.new_zeros(n, self.cfg.hidden_size)
         return state
 
-    def _attend(self, top: Tensor, enc: EncoderOutput, steps: Tensor,
-                w_c: Optional[Callable[[Tensor], Tensor]] = None) -> tuple[Tensor, Optional[Tensor]]:
+    def _attend(self, top: Tensor, enc: EncoderOutput, steps: Tensor, w_c: Optional[Callable[[Tensor], Tensor]] = None,
+                products: Optional[tuple] = None) -> tuple[Tensor, Optional[Tensor]]:
         """Top decoder states ``[B, T, H]`` -> (attentional states ``[B, T, H]``, weights);
-        ``w_c`` computes ``W_c [c; h]`` in place of the layer (a step loop's :class:`LoopWeight`)."""
+        a step loop passes its :class:`LoopWeight` s: ``w_c`` for ``W_c [c; h]`` and the
+        attention's ``products`` (:meth:`LuongAttention.loop_products`)."""
         if not self.has_attention:
             return top, None
         n, t, h = top.shape
@@ -206,7 +207,7 @@ class LuongModel(Seq2SeqModel):
         # g hypotheses of one sentence are g more queries against its states (beam search)
         query = top if g == 1 else top.reshape(n // g, g * t, h)
         steps = steps if g == 1 or steps is None else steps.reshape(n // g, g * t)
-        context, weights = self.attention(query, enc.states, enc.mask, enc.extra.get("keys"), steps)
+        context, weights = self.attention(query, enc.states, enc.mask, enc.extra.get("keys"), steps, products)
         if g > 1:
             context, weights = context.reshape(n, t, -1), weights.reshape(n, t, -1)
         return torch.tanh((w_c or self.W_c)(torch.cat([context, top], dim=-1))), weights
@@ -256,6 +257,7 @@ class LuongModel(Seq2SeqModel):
             step_weights.append(LoopWeight(torch.cat([w_ih, w_hh], dim=1), b_ih + b_hh))
         # input feeding chains every step's W_c product to the next step's, which LoopWeight needs
         w_c = LoopWeight(self.W_c.weight) if self.has_attention else None
+        products = self.attention.loop_products(enc.states, enc.extra.get("keys")) if self.has_attention else None
         hs = list(state["h"].unbind(1))
         cs = list(state["c"].unbind(1))
         feed = state["feed"]
@@ -274,7 +276,7 @@ class LuongModel(Seq2SeqModel):
                 gates = step_weights[layer](torch.cat([inp, hs[layer]], dim=1))
                 hs[layer], cs[layer] = lstm_update(gates, cs[layer])
                 inp = hs[layer]
-            htilde, weights = self._attend(inp.unsqueeze(1), enc, all_steps[:, t : t + 1], w_c)
+            htilde, weights = self._attend(inp.unsqueeze(1), enc, all_steps[:, t : t + 1], w_c, products)
             feed = htilde.squeeze(1)
             outs.append(htilde)
             attns.append(weights)

@@ -43,9 +43,11 @@ class _SmoothedCrossEntropy(torch.autograd.Function):
         # d loss / d logits = softmax - (1 - eps) onehot - eps / V; d nll / d logits = softmax - onehot;
         # padded rows get 0 through per-row factors (no pass of its own, no host sync on a GPU)
         row = real.unsqueeze(1).to(lprobs.dtype)  # [N, 1]
-        grad = lprobs.exp_().mul_(row * (g_loss + g_nll))
-        if eps > 0:
-            grad.sub_(row * (g_loss * (eps / lprobs.size(1))))
+        grad, scale = lprobs.exp_(), row * (g_loss + g_nll)
+        if eps > 0:  # scale * softmax - eps / V in one pass
+            torch.addcmul(row * -(g_loss * (eps / lprobs.size(1))), grad, scale, out=grad)
+        else:
+            grad.mul_(scale)
         grad.scatter_add_(1, target.unsqueeze(1), row * -(g_loss * (1.0 - eps) + g_nll))
         return grad.to(ctx.in_dtype), None, None
 

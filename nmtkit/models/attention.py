@@ -189,15 +189,17 @@ class AdditiveAttention(nn.Module):
         """``U_a h_j`` for every annotation, once per sentence: ``[B, S, A]``."""
         return self.U_a(states)
 
-    def forward(self, query: Tensor, states: Tensor, mask: Tensor, keys: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, query: Tensor, states: Tensor, mask: Tensor, keys: Tensor,
+                context_product: Optional[LoopWeight] = None) -> tuple[Tensor, Tensor]:
         """query ``[B, Q]``, annotations ``[B, S, K]``, mask ``[B, S]``, keys ``[B, S, A]`` ->
         (context ``[B, K]``, weights ``[B, S]``).  A query ``[B, G, Q]`` (G queries per
         sentence: beam hypotheses, or every target step at once) gives context ``[B, G, K]`` and
-        weights ``[B, G, S]``."""
+        weights ``[B, G, S]``.  A step loop passes ``LoopWeight(states.transpose(1, 2))`` as
+        ``context_product`` (see :meth:`LuongAttention.loop_products`)."""
         grouped = query.dim() == 3
         q = query if grouped else query.unsqueeze(1)
         energy = self.v_a(torch.tanh(self.W_a(q).unsqueeze(2) + keys.unsqueeze(1))).squeeze(-1)  # [B, G, S]
         weights = masked_softmax(energy, mask.unsqueeze(1))
-        context = torch.bmm(weights, states)
+        context = torch.bmm(weights, states) if context_product is None else context_product(weights)
         return (context, weights) if grouped else (context.squeeze(1), weights.squeeze(1))
 

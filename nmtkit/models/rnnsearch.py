@@ -33,7 +33,7 @@ from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
-from nmtkit.models.gemm import Linear, linear
+from nmtkit.models.gemm import Linear, LoopWeight, linear
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -104,17 +104,18 @@ class RNNSearchModel(Seq2SeqModel):
         return {"s": s0}
 
     def _step(
-        self, emb: Tensor, state: DecoderState, enc: EncoderOutput
+        self, emb: Tensor, state: DecoderState, enc: EncoderOutput, context_product: Optional[LoopWeight] = None
     ) -> tuple[Tensor, Tensor, DecoderState]:
         """Embedded previous tokens ``[N, E]`` (dropout applied) -> (maxout output ``t_i``
-        ``[N, M]``, attention ``[N, S]``, new state).  Shared by decode_step and forward.
+        ``[N, M]``, attention ``[N, S]``, new state).  Shared by decode_step and forward (whose
+        step loop passes its ``context_product``, see :class:`AdditiveAttention`).
         (Forward's last ``s_i`` is never read, but computing it keeps every parameter in
         the graph even for one-step batches, which DistributedDataParallel requires.)"""
         s_prev = state["s"]
         top = s_prev[:, -1]
         g = rows_per_sentence(top.size(0), enc)
         if g == 1:
-            context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"])
+            context, weights = self.attention(top, enc.states, enc.mask, enc.extra["keys"], context_product)
         else:  # g hypotheses of one sentence attend to its states together (beam search)
             context, weights = self.attention(top.view(-1, g, top.size(1)), enc.states, enc.mask, enc.extra["keys"])
             context, weights = context.reshape(top.size(0), -1), weights.reshape(top.size(0), -1)
@@ -139,10 +140,11 @@ class RNNSearchModel(Seq2SeqModel):
         state = self.init_decoder_state(enc)
         emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
         outs, attns, prev_tops = [], [], []
+        context_product = LoopWeight(enc.states.transpose(1, 2))  # state gradients: one bmm for all steps
         # unbind once (not emb[:, i] per step, whose backward zero-fills [B, T, E] every step)
         for emb_i in emb.unbind(1):  # c_i depends on s_{i-1}: inherently step by step
             prev_tops.append(state["s"][:, -1])
-            t, weights, state = self._step(emb_i, state, enc)
+            t, weights, state = self._step(emb_i, state, enc, context_product)
             outs.append(t)
             attns.append(weights)
         return enc, emb, torch.stack(prev_tops, dim=1), torch.stack(outs, dim=1), torch.stack(attns, dim=1)

@@ -33,6 +33,7 @@ from nmtkit.train.divergence import DivergenceGuard, Diverged, weights_problem
 from nmtkit.train.guided import check_guided_alignment, gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import LRSchedule, build_optimizer, normalize_and_clip
+from nmtkit.utils.heap import keep_freed_memory
 from nmtkit.utils.memory import allocation_guard, model_size_hint
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.run_log import RunLog
@@ -69,6 +70,8 @@ class Trainer:
             self.device = torch.device("cuda", dist.local_rank)
         if opt.threads > 0:
             torch.set_num_threads(opt.threads)
+        if self.device.type == "cpu":
+            keep_freed_memory()  # big per-step tensors reuse memory instead of page-faulting afresh
         self.model_name, self.cfg = registry.resolve_config(opt.arch, model_overrides)
         seed_everything(opt.seed)
         with allocation_guard(f"building {opt.arch} on {self.device} ({model_size_hint(self.cfg)})"):

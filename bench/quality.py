@@ -206,6 +206,7 @@ def main() -> None:
     plot(args.pair, logs, picture)
     rows, records = [], []
     commit = bl.git_commit()
+    toolkit = f"nmtkit-{'fp32' if args.amp == 'none' else 'bf16'}"
     for seed in args.seeds:
         log = logs[seed]
         best = max(log["valid"], key=lambda r: r.get("valid_bleu", -1))
@@ -218,7 +219,7 @@ def main() -> None:
             rows.append([f"{system} (seed {seed})", f"{bleu:.2f}", f"{chrf:.2f}", f"{log['train_wall_s'] / 60:.0f} min",
                          f"{cpu[seed] / 60:.0f} min" if seed in cpu else "n/a", len(log["valid"]),
                          f"{best.get('valid_bleu')} (epoch {best['epoch']})", hyp.name])
-            records.append({"system": system, "toolkit": f"nmtkit-{'fp32' if args.amp == 'none' else 'bf16'}", "amp": args.amp,
+            records.append({"system": system, "toolkit": toolkit, "amp": args.amp,
                             "seed": seed, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
                             "train_wall_s": round(log["train_wall_s"]), "train_cpu_s": round(cpu[seed]) if seed in cpu else None,
                             "epochs": len(log["valid"])})
@@ -226,7 +227,8 @@ def main() -> None:
         bleu, chrf = score(hyp, ref)
         wall = max(logs[s]["train_wall_s"] for s in args.seeds)
         rows.append(["ensemble", f"{bleu:.2f}", f"{chrf:.2f}", f"{wall / 60:.0f} min (side by side)", "", "", "", hyp.name])
-        records.append({"system": "ensemble", "seeds": args.seeds, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+        records.append({"system": "ensemble", "toolkit": toolkit, "amp": args.amp,
+                        "seeds": args.seeds, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
                         "train_wall_s": round(wall)})
     curves = "\n".join(
         f"- seed {s}: " + ", ".join(f"{r['epoch']}: {r.get('valid_bleu')}" for r in logs[s]["valid"])
@@ -238,7 +240,7 @@ def main() -> None:
         f"Multi30k {args.pair}, recipe `examples/multi30k/run.sh` (luong_m30k, joint BPE 8k, batch 64, label smoothing 0.1, "
         f"Adam 2e-3, lr halved on the valid-loss plateau, weight EMA 0.999, no early stop), trained in {precision}, " + (f"on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
         + "test2016 scored with cased, detokenized sacreBLEU (13a) and chrF2.\n\n"
-        + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "best valid BLEU (greedy)", "output"], rows)
+        + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "highest valid BLEU (greedy; checkpoint_best.pt is the lowest valid loss)", "output"], rows)
         + (f"\n\n{args.note}" if args.note else "")
         + f"\n\nValid BLEU (greedy) per epoch:\n\n{curves}\n\nLearning curves: `bench/{picture.name}`.\n"
     )

@@ -27,6 +27,37 @@ def test_plateau_shrinks_only_when_validation_stalls():
     assert got == [1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.25]
 
 
+def test_anneal_holds_then_falls_linearly_to_min_lr():
+    sched = LRSchedule("anneal", anneal_fraction=0.25, min_lr=0.1, base_lr=2.0)
+    opt = build_optimizer("adam", [torch.nn.Parameter(torch.zeros(1))], 2.0)
+    got = []
+    for progress in (0.0, 0.5, 0.75, 0.875, 1.0, 1.5):
+        sched.before_update(opt, progress)
+        got.append(opt.param_groups[0]["lr"])
+    assert got == pytest.approx([2.0, 2.0, 2.0, 1.05, 0.1, 0.1])
+    assert sched.end_of_epoch(opt, 1, 5.0) == pytest.approx(0.1)  # epochs leave it alone
+    for bad in (0.0, 1.5):
+        with pytest.raises(NmtkitError, match="--anneal-fraction"):
+            LRSchedule("anneal", anneal_fraction=bad)
+
+
+def test_anneal_follows_the_update_budget_in_a_real_run(data_dir, tmp_path):
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "rnnencdec_tiny", "--save-dir", str(tmp_path / "c"),
+                                     "--batch-size", "3", "--lr", "0.01", "--lr-schedule", "anneal", "--anneal-fraction", "0.5",
+                                     "--max-update", "8", "--max-epoch", "0", "--log-interval", "1", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    events = [json.loads(l) for l in (tmp_path / "c" / "train_log.jsonl").read_text().splitlines()]
+    got = [e["lr"] for e in events if e["event"] == "train"]
+    # update u (1-based) runs at the share (u-1)/8 of the budget: held for the first half, then linear to 0
+    assert got == pytest.approx([0.01, 0.01, 0.01, 0.01, 0.01, 0.0075, 0.005, 0.0025])
+
+
+def test_anneal_without_a_budget_is_a_one_line_error(data_dir, tmp_path):
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "rnnencdec_tiny", "--save-dir", str(tmp_path / "c"),
+                                     "--lr-schedule", "anneal", "--max-epoch", "0", "--no-progress"])
+    assert res.exit_code != 0 and "give --max-epoch, --max-update or --stop-time-hours" in res.output
+
+
 def test_optimizer_defaults_follow_the_papers():
     p = [torch.nn.Parameter(torch.zeros(1))]
     ada = build_optimizer("adadelta", p, None)

@@ -8,6 +8,7 @@ import click
 from nmtkit.cli.common import (SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
                                device_options, handle_errors, parse_device)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
+from nmtkit.train.optim import SCHEDULES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.signals import handles_sigterm
 
@@ -69,12 +70,15 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--seed", default=1, show_default=True, type=SEED)
 @click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), help="[adam; the paper presets: theirs]")
 @click.option("--lr", type=FiniteFloat(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
-@click.option("--lr-schedule", type=click.Choice(["fixed", "halving", "plateau"]),
-              help="[fixed] halving: Luong et al.'s halve-every-epoch after --halve-after; plateau: shrink when the --best-checkpoint-metric stalls.")
+@click.option("--lr-schedule", type=click.Choice(SCHEDULES),
+              help="[fixed] halving: Luong et al.'s halve-every-epoch after --halve-after; plateau: shrink when the --best-checkpoint-metric stalls; "
+                   "anneal: hold, then fall linearly to --min-lr over the last --anneal-fraction of the budget (--stop-time-hours, --max-update or --max-epoch, whichever ends first).")
 @click.option("--halve-after", type=click.IntRange(min=0), help="[5] Epoch K after which the lr halves every epoch.")
 @click.option("--lr-shrink", default=0.5, show_default=True, type=FiniteFloat(0, 1, min_open=True))
 @click.option("--plateau-patience", default=0, show_default=True, type=click.IntRange(min=0))
 @click.option("--min-lr", default=0.0, show_default=True, type=FiniteFloat(min=0))
+@click.option("--anneal-fraction", default=0.2, show_default=True, type=FiniteFloat(0, 1, min_open=True),
+              help="anneal: the final share of the run's budget over which the lr falls.")
 @click.option("--clip-norm", type=FiniteFloat(min=0), help="[5; Bahdanau presets 1] Gradient-norm clipping (0: off).")
 @click.option("--loss-norm", type=click.Choice(["token", "sentence"]), help="[token; paper presets sentence] Average the loss over target tokens, or sum it per sentence and average over sentences (the papers).")
 @click.option("--update-freq", default=1, show_default=True, type=click.IntRange(min=1), help="Accumulate gradients over N batches per update.")

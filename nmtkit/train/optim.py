@@ -5,6 +5,11 @@
 * ``adadelta`` (rho 0.95, eps 1e-6) as in Bahdanau et al.
 * ``adam`` for everything else.
 * ``--lr-schedule plateau`` halves (``--lr-shrink``) when validation loss stops improving.
+* ``--lr-schedule anneal`` holds the lr, then lowers it linearly to ``--min-lr`` over the last
+  ``--anneal-fraction`` of the run's budget (``--stop-time-hours``, ``--max-update`` or
+  ``--max-epoch``, whichever runs out first), so a run with a fixed budget ends annealed.  A
+  weight average (``--ema-decay``) keeps the validation loss falling, so ``plateau`` may never
+  shrink the lr of a short run; this schedule does not depend on it.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import torch
 from nmtkit.errors import NmtkitError
 
 OPTIMIZERS = ("sgd", "adadelta", "adam")
-SCHEDULES = ("fixed", "halving", "plateau")
+SCHEDULES = ("fixed", "halving", "plateau", "anneal")
 DEFAULT_LR = {"sgd": 1.0, "adadelta": 1.0, "adam": 1e-3}
 
 
@@ -57,12 +62,25 @@ class LRSchedule:
     shrink: float = 0.5
     plateau_patience: int = 0
     min_lr: float = 0.0
+    anneal_fraction: float = 0.2  # anneal: the final share of the budget over which the lr falls
+    base_lr: float = 0.0  # anneal: the lr it starts from (--lr)
     best_valid: Optional[float] = None
     bad_epochs: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in SCHEDULES:
             raise NmtkitError(f"unknown --lr-schedule {self.kind!r} (choose {', '.join(SCHEDULES)})")
+        if not 0.0 < self.anneal_fraction <= 1.0:
+            raise NmtkitError(f"--anneal-fraction must be in (0, 1], got {self.anneal_fraction}")
+
+    def before_update(self, optimizer: torch.optim.Optimizer, progress: float) -> None:
+        """``anneal``: set the lr for the next update from the share of the budget used so far."""
+        if self.kind != "anneal":
+            return
+        into = min(max((progress - (1.0 - self.anneal_fraction)) / self.anneal_fraction, 0.0), 1.0)
+        lr = max(self.min_lr, self.base_lr + (self.min_lr - self.base_lr) * into)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
 
     def end_of_epoch(self, optimizer: torch.optim.Optimizer, epoch: int, valid_loss: Optional[float]) -> float:
         """Apply the schedule after ``epoch`` finished; returns the lr for the next epoch."""

@@ -29,6 +29,7 @@ class TrainOptions:
     lr_shrink: float = 0.5
     plateau_patience: int = 0
     min_lr: float = 0.0
+    anneal_fraction: float = 0.2
     clip_norm: float = 5.0
     label_smoothing: float = 0.0
     patience: int = 0
@@ -79,6 +80,9 @@ class TrainOptions:
             raise NmtkitError(f"--guided-alignment-loss must be one of {', '.join(GUIDED_LOSSES)}, got {self.guided_alignment_loss!r}")
         if not 0.0 <= self.ema_decay < 1.0:
             raise NmtkitError(f"--ema-decay must be in [0, 1), got {self.ema_decay}")
+        if self.lr_schedule == "anneal" and self.max_epoch <= 0 and self.max_update <= 0 and self.stop_time_hours <= 0:
+            raise NmtkitError("--lr-schedule anneal lowers the lr towards the end of the run: give --max-epoch, --max-update "
+                              "or --stop-time-hours")
         if self.guided_alignment_weight < 0:
             raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
 

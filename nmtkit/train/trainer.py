@@ -80,7 +80,8 @@ class Trainer:
                                f"{self.data.path} has no alignments for split {opt.train_subset!r}")
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
         self.ema = WeightAverage(self.model, opt.ema_decay) if opt.ema_decay > 0 else None
-        self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr)
+        self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr,
+                                   opt.anneal_fraction, base_lr=self.optimizer.param_groups[0]["lr"])
         self.state = TrainState()
         self.amp_dtype = resolve_amp(self.opt.amp, self.device, training=True)
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
@@ -262,6 +263,7 @@ class Trainer:
             group = batches[k : k + opt.update_freq]
             for b in group:
                 self._padding.add(b)
+            self.schedule.before_update(self.optimizer, self._budget_used(k, len(batches)))
             out = self.train_step(group)
             st.batches_done = k + len(group)
             st.update += 1
@@ -307,6 +309,20 @@ class Trainer:
             if self.stop_signals.received:
                 self._stop()
         return True
+
+    def _budget_used(self, batch: int, epoch_batches: int) -> float:
+        """The share (0..1) of this run's budget spent before batch ``batch`` of the current epoch:
+        the largest of the wall-time, update and epoch shares that have a limit.  The wall time
+        is this run's (as --stop-time-hours counts it), so a resumed run has a budget of its own."""
+        opt, st = self.opt, self.state
+        used = 0.0
+        if opt.stop_time_hours > 0:
+            used = (time.perf_counter() - self._t_start) / (opt.stop_time_hours * 3600)
+        if opt.max_update > 0:
+            used = max(used, st.update / opt.max_update)
+        if opt.max_epoch > 0:
+            used = max(used, (st.epoch - 1 + batch / max(epoch_batches, 1)) / opt.max_epoch)
+        return min(used, 1.0)
 
     def _padding_summary(self) -> dict:
         """Print (main process) and return the padding share of this run's batches."""

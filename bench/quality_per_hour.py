@@ -12,8 +12,8 @@ Systems (``--systems``, any subset, run side by side, one core each, pinned with
   - the weight average: in a 25-minute A/B on one core each (bf16, plateau on loss) it led by
     about 1 valid BLEU from epoch 3 on;
   - the anneal: with the weight average the valid loss kept falling, so the plateau schedule
-    never shrank the lr in the hour (best greedy valid BLEU 38.30 at 6761d4d); annealed over the
-    last 20 %, 38.90 (bf16, 42 epochs);
+    never shrank the lr in the hour (best greedy valid BLEU 38.30 at 6761d4d, 37 epochs of slower
+    code); annealed over the last 20 %, 38.90 (bf16, 42 epochs);
   - the wider encoder: in the same 1-hour A/B (bf16, annealed, side by side), 39.07 with 256
     units per direction (32 epochs) against 38.90 with 128 (CHANGELOG);
 * ``opennmt``: OpenNMT-py 3.5.1's closest RNN recipe at the same shape (brnn encoder, 2 layers,

@@ -58,6 +58,14 @@ def test_anneal_without_a_budget_is_a_one_line_error(data_dir, tmp_path):
     assert res.exit_code != 0 and "give --max-epoch, --max-update or --stop-time-hours" in res.output
 
 
+@pytest.mark.parametrize("extra", [["--min-lr", "0.01"], ["--min-lr", "0.5"], ["--anneal-fraction", "0"]])
+def test_anneal_with_min_lr_not_below_lr_is_a_one_line_error(data_dir, tmp_path, extra):
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "rnnencdec_tiny", "--save-dir", str(tmp_path / "c"),
+                                     "--lr", "0.01", "--lr-schedule", "anneal", *extra, "--no-progress"])
+    assert res.exit_code != 0
+    assert ("give a --min-lr below --lr" if extra[0] == "--min-lr" else "--anneal-fraction") in res.output
+
+
 def test_optimizer_defaults_follow_the_papers():
     p = [torch.nn.Parameter(torch.zeros(1))]
     ada = build_optimizer("adadelta", p, None)

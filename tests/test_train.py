@@ -150,6 +150,30 @@ def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
         torch.testing.assert_close(pd[k], ps[k], rtol=1e-5, atol=1e-6)
 
 
+def test_stop_time_budget_goes_on_after_an_interruption_and_restarts_after_its_end(data_dir, tmp_path):
+    save = tmp_path / "t"
+    res = run_train(data_dir, save, "--max-epoch", "1", "--stop-time-hours", "1")
+    assert res.exit_code == 0 and "reached --stop-time-hours" not in res.output
+    last = save / "checkpoint_last.pt"
+    spent = load_checkpoint(last)["train_state"]["state"]["budget_wall_s"]
+    assert 0 < spent < 3600
+
+    def set_spent(seconds: float) -> None:  # as if earlier runs had used this much of the hour
+        ckpt = torch.load(last, weights_only=False)
+        ckpt["train_state"]["state"]["budget_wall_s"] = seconds
+        torch.save(ckpt, last)
+
+    set_spent(3600 - 1e-6)  # interrupted just before the hour: the rest is one update
+    res = run_train(data_dir, save, "--max-epoch", "3", "--stop-time-hours", "1")
+    assert res.exit_code == 0 and "reached --stop-time-hours" in res.output, res.output
+    state = load_checkpoint(last)["train_state"]["state"]
+    assert state["epoch"] == 2 and state["batches_done"] == 1
+    set_spent(3600.0)  # the hour was used up: rerunning the command gets a new one
+    res = run_train(data_dir, save, "--max-epoch", "3", "--stop-time-hours", "1")
+    assert res.exit_code == 0 and "reached --stop-time-hours" not in res.output, res.output
+    assert load_checkpoint(last)["train_state"]["state"]["epoch"] == 4
+
+
 def test_stop_time_writes_checkpoint_and_resumes(data_dir, tmp_path):
     save = tmp_path / "t"
     res = run_train(data_dir, save, "--max-epoch", "50", "--stop-time-hours", "0.0000001")

@@ -55,7 +55,8 @@ def normalize_and_clip(params: Iterable[torch.nn.Parameter], denominator: float,
 
 @dataclass
 class LRSchedule:
-    """Epoch-level learning-rate control; its state is saved in every checkpoint."""
+    """Learning-rate control after every epoch (halving, plateau) or before every update
+    (anneal); its state is saved in every checkpoint."""
 
     kind: str = "fixed"
     halve_after: int = 5  # halving: halve after every epoch > K
@@ -63,7 +64,7 @@ class LRSchedule:
     plateau_patience: int = 0
     min_lr: float = 0.0
     anneal_fraction: float = 0.2  # anneal: the final share of the budget over which the lr falls
-    base_lr: float = 0.0  # anneal: the lr it starts from (--lr)
+    base_lr: Optional[float] = None  # anneal: the lr it starts from (--lr)
     best_valid: Optional[float] = None
     bad_epochs: int = 0
 
@@ -72,10 +73,12 @@ class LRSchedule:
             raise NmtkitError(f"unknown --lr-schedule {self.kind!r} (choose {', '.join(SCHEDULES)})")
         if not 0.0 < self.anneal_fraction <= 1.0:
             raise NmtkitError(f"--anneal-fraction must be in (0, 1], got {self.anneal_fraction}")
+        if self.kind == "anneal" and self.base_lr is None:
+            raise NmtkitError("--lr-schedule anneal needs the lr it starts from (base_lr)")
 
     def before_update(self, optimizer: torch.optim.Optimizer, progress: float) -> None:
         """``anneal``: set the lr for the next update from the share of the budget used so far."""
-        if self.kind != "anneal":
+        if self.kind != "anneal" or self.base_lr is None:
             return
         into = min(max((progress - (1.0 - self.anneal_fraction)) / self.anneal_fraction, 0.0), 1.0)
         lr = max(self.min_lr, self.base_lr + (self.min_lr - self.base_lr) * into)

@@ -83,6 +83,15 @@ class TrainOptions:
         if self.lr_schedule == "anneal" and self.max_epoch <= 0 and self.max_update <= 0 and self.stop_time_hours <= 0:
             raise NmtkitError("--lr-schedule anneal lowers the lr towards the end of the run: give --max-epoch, --max-update "
                               "or --stop-time-hours")
+        if self.lr_schedule == "anneal":
+            from nmtkit.train.optim import DEFAULT_LR
+
+            lr = self.lr if self.lr is not None else DEFAULT_LR.get(self.optimizer, 0.0)
+            if self.min_lr >= lr:
+                raise NmtkitError(f"--lr-schedule anneal lowers the lr from {lr:g} to --min-lr, which is {self.min_lr:g}: "
+                                  "give a --min-lr below --lr")
+            if not 0.0 < self.anneal_fraction <= 1.0:
+                raise NmtkitError(f"--anneal-fraction must be in (0, 1], got {self.anneal_fraction}")
         if self.guided_alignment_weight < 0:
             raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
 

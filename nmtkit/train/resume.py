@@ -197,6 +197,9 @@ def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], r
         notes.append(f"lr {old_lr:g} -> {new_lr:g} ({source}{decayed})")
     elif (reset_optimizer or reset_lr_scheduler) and current != new_lr:
         notes.append(f"lr {current:g} -> {new_lr:g} (back to the starting lr)")
+    if opt.lr_schedule == "anneal":
+        notes.append(f"lr schedule anneal: each update's lr follows the share of the budget used, from {new_lr:g} "
+                     f"down to {opt.min_lr:g} over its last {opt.anneal_fraction:g}")
     return notes
 
 

@@ -23,6 +23,9 @@ class TrainState:
     epoch_nll: float = 0.0  # training NLL summed over the current epoch so far
     epoch_tokens: float = 0.0
     finished_epochs: list[dict] = field(default_factory=list)  # validation history
+    #: wall seconds of training spent in the current --stop-time-hours budget, so that a run
+    #: resumed after an interruption stops (and anneals) with the rest of it
+    budget_wall_s: float = 0.0
 
     @property
     def epochs_done(self) -> int:

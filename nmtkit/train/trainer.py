@@ -124,6 +124,8 @@ class Trainer:
             return False
         if not self.dist.is_main:
             return True
+        if hasattr(self, "_t_start"):
+            self.state.budget_wall_s = self._wall_before + time.perf_counter() - self._t_start
         payload = training_payload(self)
         for name in names:
             save_checkpoint(self.save_dir / name, payload)
@@ -231,6 +233,10 @@ class Trainer:
 
     def _train(self, opt: TrainOptions) -> TrainState:
         self._t_start = time.perf_counter()
+        limit = opt.stop_time_hours * 3600
+        # an interrupted run goes on with the rest of its budget; one that used it up starts a new one
+        self._wall_before = self.state.budget_wall_s if 0 < limit and self.state.budget_wall_s < limit else 0.0
+        self._wall = self._budget_wall()
         self._padding = PaddingCounter(self.train_set.src_sizes, self.train_set.tgt_sizes)
         display = TrainDisplay(self.console, enabled=self.dist.is_main and not opt.no_progress, is_main=self.dist.is_main)
         finished = resume.nothing_left(opt, self.state)
@@ -263,7 +269,7 @@ class Trainer:
             group = batches[k : k + opt.update_freq]
             for b in group:
                 self._padding.add(b)
-            self.schedule.before_update(self.optimizer, self._budget_used(k, len(batches)))
+            self.schedule.before_update(self.optimizer, self._budget_used(k, len(batches), self._wall))
             out = self.train_step(group)
             st.batches_done = k + len(group)
             st.update += 1
@@ -297,7 +303,8 @@ class Trainer:
                     display.message(f"update {st.update}: valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}")
             if opt.save_interval_updates and st.update % opt.save_interval_updates == 0:
                 self.save(["checkpoint_last.pt"])
-            if opt.stop_time_hours > 0 and time.perf_counter() - self._t_start >= opt.stop_time_hours * 3600:
+            self._wall = self._budget_wall()
+            if opt.stop_time_hours > 0 and self._wall >= opt.stop_time_hours * 3600:
                 if self.save(["checkpoint_last.pt"]):
                     display.message(f"reached --stop-time-hours {opt.stop_time_hours:g}; wrote {self.save_dir / 'checkpoint_last.pt'} "
                                     "(rerun the same command to continue)")
@@ -310,14 +317,25 @@ class Trainer:
                 self._stop()
         return True
 
-    def _budget_used(self, batch: int, epoch_batches: int) -> float:
-        """The share (0..1) of this run's budget spent before batch ``batch`` of the current epoch:
-        the largest of the wall-time, update and epoch shares that have a limit.  The wall time
-        is this run's (as --stop-time-hours counts it), so a resumed run has a budget of its own."""
+    def _budget_wall(self) -> float:
+        """Wall seconds spent in the current --stop-time-hours budget (0 without one): earlier,
+        interrupted runs' time plus this run's.  Under torchrun every rank takes the main
+        process's clock, so that all stop and anneal at the same update."""
+        if self.opt.stop_time_hours <= 0:
+            return 0.0
+        wall = self._wall_before + time.perf_counter() - self._t_start
+        if self.dist.enabled:
+            wall = distmod.all_reduce_sum(wall if self.dist.is_main else 0.0, self.dist, self.device)
+        return wall
+
+    def _budget_used(self, batch: int, epoch_batches: int, wall: float) -> float:
+        """The share (0..1) of the run's budget spent before batch ``batch`` of the current epoch:
+        the largest of the wall-time (``wall`` seconds, see :meth:`_budget_wall`), update and epoch
+        shares that have a limit."""
         opt, st = self.opt, self.state
         used = 0.0
         if opt.stop_time_hours > 0:
-            used = (time.perf_counter() - self._t_start) / (opt.stop_time_hours * 3600)
+            used = wall / (opt.stop_time_hours * 3600)
         if opt.max_update > 0:
             used = max(used, st.update / opt.max_update)
         if opt.max_epoch > 0:

@@ -76,12 +76,23 @@ def hour_rows(records: list[dict]) -> Iterable[list[str]]:
                    f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}", "", "", stamp(r)]
 
 
+def run_toolkit(records: list[dict], r: dict) -> str:
+    """The toolkit (and so the precision) of a recipe record.  Ensemble records written before
+    they carried one take it from the single-model records of the same run (same date and commit);
+    records older than bf16 training were float32."""
+    if "toolkit" in r:
+        return r["toolkit"]
+    same_run = {o["toolkit"] for o in records if o.get("bench") == "quality" and "toolkit" in o
+                and o.get("date") == r.get("date") and o.get("commit") == r.get("commit")}
+    return same_run.pop() if len(same_run) == 1 else "nmtkit-fp32"
+
+
 def quality_rows(records: list[dict]) -> Iterable[list[str]]:
     seen = set()
     for r in reversed(records):
         if r.get("bench") != "quality" or r.get("pair") != "en-de":
             continue
-        key = (r.get("toolkit", "nmtkit-fp32"), r.get("system"), round((r.get("train_wall_s") or 0) / 900))  # per quarter hour
+        key = (run_toolkit(records, r), r.get("system"), round((r.get("train_wall_s") or 0) / 900))  # per quarter hour
         if key in seen:
             continue
         seen.add(key)

@@ -137,6 +137,7 @@ def test_quantized_translations_stay_close(trained):
     assert len(beam8) == 100 and sum(bool(x) for x in beam8) >= 95
 
 
+@pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning")  # as quantize_model does
 def test_shortlist_rows_of_an_int8_layer_follow_new_weights():
     """select_output_rows (through the int8 hook nmtkit.generate.quantize registers) caches the
     unpacked int8 weight (unpacking per batch was slow), keyed on the packed weights: weights set

@@ -78,7 +78,7 @@ class LRSchedule:
 
     def before_update(self, optimizer: torch.optim.Optimizer, progress: float) -> None:
         """``anneal``: set the lr for the next update from the share of the budget used so far."""
-        if self.kind != "anneal" or self.base_lr is None:
+        if self.kind != "anneal":
             return
         into = min(max((progress - (1.0 - self.anneal_fraction)) / self.anneal_fraction, 0.0), 1.0)
         lr = max(self.min_lr, self.base_lr + (self.min_lr - self.base_lr) * into)

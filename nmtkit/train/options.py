@@ -90,8 +90,6 @@ class TrainOptions:
             if self.min_lr >= lr:
                 raise NmtkitError(f"--lr-schedule anneal lowers the lr from {lr:g} to --min-lr, which is {self.min_lr:g}: "
                                   "give a --min-lr below --lr")
-            if not 0.0 < self.anneal_fraction <= 1.0:
-                raise NmtkitError(f"--anneal-fraction must be in (0, 1], got {self.anneal_fraction}")
         if self.guided_alignment_weight < 0:
             raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
 

@@ -97,6 +97,8 @@ class Trainer:
         self.guard = DivergenceGuard(opt.max_nonfinite_updates)
         self.run_log = RunLog(self.save_dir / "train_log.jsonl", enabled=dist.is_main)
         self._train_fingerprint: Optional[dict] = None
+        self._t_start: Optional[float] = None  # perf_counter() when this run's training began
+        self._wall_before = 0.0  # budget seconds spent by earlier, interrupted runs
 
     # -- setup ------------------------------------------------------------------------------
     def resume_if_possible(self, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
@@ -124,8 +126,7 @@ class Trainer:
             return False
         if not self.dist.is_main:
             return True
-        if hasattr(self, "_t_start"):
-            self.state.budget_wall_s = self._wall_before + time.perf_counter() - self._t_start
+        self.state.budget_wall_s = self._local_wall()
         payload = training_payload(self)
         for name in names:
             save_checkpoint(self.save_dir / name, payload)
@@ -323,10 +324,16 @@ class Trainer:
         process's clock, so that all stop and anneal at the same update."""
         if self.opt.stop_time_hours <= 0:
             return 0.0
-        wall = self._wall_before + time.perf_counter() - self._t_start
+        wall = self._local_wall()
         if self.dist.enabled:
             wall = distmod.all_reduce_sum(wall if self.dist.is_main else 0.0, self.dist, self.device)
         return wall
+
+    def _local_wall(self) -> float:
+        """This process's count of the budget's wall seconds (what a checkpoint keeps)."""
+        if self._t_start is None:  # not training yet
+            return self.state.budget_wall_s
+        return self._wall_before + time.perf_counter() - self._t_start
 
     def _budget_used(self, batch: int, epoch_batches: int, wall: float) -> float:
         """The share (0..1) of the run's budget spent before batch ``batch`` of the current epoch:

@@ -155,3 +155,28 @@ def test_shortlist_rows_of_an_int8_layer_follow_new_weights():
     w = torch.quantize_per_tensor(torch.randn(12, 8), 0.05, 0, torch.qint8)
     lin.set_weight_bias(w, torch.zeros(12))
     torch.testing.assert_close(select_output_rows(lin, ids)(x), lin(x)[:, ids])
+
+
+@pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated:DeprecationWarning")  # as quantize_model does
+def test_int8_linears_have_per_row_scales_and_shortlists_keep_them():
+    """quantize_model gives every Linear one scale per output row; a shortlist's rows keep their
+    own scales, so the restricted layer computes exactly the full layer's columns."""
+    from torch.ao.nn.quantized import dynamic as qd
+
+    from nmtkit.generate.quantize import quantize_model
+    from nmtkit.models.common import select_output_rows
+
+    torch.manual_seed(0)
+    float_lin = torch.nn.Linear(16, 40)
+    with torch.no_grad():
+        float_lin.weight.mul_(torch.logspace(-2, 1, 40)[:, None])  # rows of very different norms
+    model = quantize_model(torch.nn.Sequential(float_lin))
+    lin = model[0]
+    assert isinstance(lin, qd.Linear)
+    weight, _ = lin._weight_bias()
+    assert weight.qscheme() == torch.per_channel_affine and weight.q_per_channel_scales().numel() == 40
+    x = torch.randn(5, 16)
+    # per-row scales keep small rows accurate: one scale for the matrix would round them to 0
+    assert (lin(x) - float_lin(x)).abs().div(float_lin(x).abs().amax(0) + 1e-6).max() < 0.1
+    ids = torch.tensor([0, 1, 5, 17, 39])
+    torch.testing.assert_close(select_output_rows(lin, ids)(x), lin(x)[:, ids], rtol=0, atol=0)

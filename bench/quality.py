@@ -111,22 +111,21 @@ DECODE_PATHS = {"fp32": ["--amp", "none"], "bf16": ["--amp", "bf16"], "int8": ["
                 "int8+shortlist": ["--quantize", "int8", "--amp", "none", "--shortlist", "{table}"]}
 
 
-def shortlist_table(ckpt: Path, data_dir: Path, out: Path) -> Path:
+def shortlist_table(ckpt: Path, data_dir: Path, out: Path, min_count: int = 1) -> Path:
     """The lexical table of --shortlist: the model force-aligns its own training split and keeps the
-    top 50 targets per source word, each seen at least once (``nmtkit-align --build-dict
-    --dict-top-k 50 --dict-min-count 1``; not timed).  Pairs seen once matter: on the 1-hour
-    model, the default ``--dict-min-count 2`` left out the rarer compounds the model writes, and
-    int8+shortlist lost 0.5 valid BLEU to int8 alone, against 0.2 with every pair (bench/README.md).
+    top 50 targets per source word, each seen at least ``min_count`` times (``nmtkit-align
+    --build-dict --dict-top-k 50 --dict-min-count 1``; not timed).  Pairs seen once matter: they
+    hold the rarer compounds the model writes (bench/shortlist_valid.py measures both on valid).
     The table is reused only if it was built by the same command from the same checkpoint file
     (path, size and time, kept beside it): a table of an older model in the same folder would
     shortlist the wrong words."""
-    table, built_from = out / "lex.top50.txt", out / "lex.top50.source"
+    table, built_from = out / f"lex.top50.mc{min_count}.txt", out / f"lex.top50.mc{min_count}.source"
     cmd = ["nmtkit-align", "--path", ckpt, "--data", data_dir, "--split", "train", "--max-tokens", "8000",
-           "--build-dict", table, "--dict-top-k", "50", "--dict-min-count", "1", "-o", out / "train.align"]
+           "--build-dict", table, "--dict-top-k", "50", "--dict-min-count", min_count, "-o", out / "train.align"]
     st = Path(ckpt).stat()
     source = f"{Path(ckpt).resolve()} {st.st_size} {st.st_mtime_ns}\n{shlex.join(map(str, cmd))}\n"
     if not (table.exists() and built_from.is_file() and built_from.read_text() == source):
-        bl.run_cmd(cmd, out / "shortlist_table.log")
+        bl.run_cmd(cmd, out / f"shortlist_table.mc{min_count}.log")
         built_from.write_text(source)
     return table
 

@@ -12,7 +12,8 @@ Paths, each with the BLEU and chrF of its own output:
 * like for like, float32: ``nmtkit-fp32``, ``opennmt-fp32``, ``fairseq-fp32`` (fairseq-interactive),
   ``marian-fp32``;
 * fast paths: nmtkit ``bf16``, ``int8`` and ``int8+shortlist`` (the table: the model
-  force-aligns its training data, top 50 per source word, plus the 100 most frequent targets);
+  force-aligns its training data, top 50 per source word among every pair seen at least once,
+  plus the 100 most frequent targets; chosen on valid by bench/shortlist_valid.py);
   Marian ``packed8`` (``--gemm-type packed8``) and ``packed8+shortlist`` (``--shortlist lex 100
   50``: the same 100 + 50, from eflomal alignments of the same BPE training pieces).
 

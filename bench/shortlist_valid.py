@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""How the CPU fast paths trade BLEU for speed, on the validation split (the tuning set).
+
+On the quality-per-hour nmtkit model (bench/quality_per_hour.py), Multi30k valid (1,014
+sentences), beam 5, batch 64, 1 thread: float32, ``--quantize int8``, and int8 with a vocabulary
+shortlist whose lexical table keeps target words seen at least once or at least twice with a
+source word (``nmtkit-align --build-dict --dict-min-count``), at several ``--shortlist-k``.
+Each row gives the wall time of the whole command (fastest of ``--repeat``), sentences/s,
+BLEU and chrF, and how many output lines differ from int8 without a shortlist (what the
+shortlist alone changes).  bench/translate_speed.py uses the table and k chosen here; test2016
+is not read.
+
+    python bench/shortlist_valid.py --work /root/qph --record
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+
+import benchlib as bl
+from quality import shortlist_table
+from quality_per_hour import decode_cmd, scores, sources, translate
+
+#: label -> (extra flags, table min-count or None)
+VARIANTS = {
+    "fp32": (["--amp", "none"], None),
+    "int8": (["--quantize", "int8", "--amp", "none"], None),
+    **{f"int8+shortlist mc{mc} k{k}": (["--quantize", "int8", "--amp", "none", "--shortlist-k", str(k)], mc)
+       for mc in (2, 1) for k in (10, 20, 50)},
+}
+
+
+def differing_lines(a: Path, b: Path) -> int:
+    return sum(x != y for x, y in zip(a.read_text(encoding="utf-8").splitlines(), b.read_text(encoding="utf-8").splitlines()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bl.add_common_args(ap)
+    ap.add_argument("--repeat", type=int, default=2, help="runs per command, the fastest kept (default: %(default)s)")
+    ap.add_argument("--nmtkit-run", default="nmtkit-fp32", help="the quality-per-hour run whose model is used")
+    args = ap.parse_args()
+    work = Path(args.work)
+    run = json.loads((work / args.nmtkit_run / "eval.json").read_text())
+    ckpt, out = Path(run["best"]["path"]), work / "shortlist_valid"
+    out.mkdir(exist_ok=True)
+    tables = {mc: shortlist_table(ckpt, work / "data", out, min_count=mc) for mc in (1, 2)}
+    src = sources(args, "valid", work / "bpe")
+    ref = Path(f"{bl.raw_prefix(args.data, 'valid')}.de")
+    n_sent = bl.count_lines(src[False])
+    load_before = bl.uptime_line()
+    print(load_before, flush=True)
+    results, cmds = [], []
+    for label, (flags, mc) in VARIANTS.items():
+        extra = tuple(flags) + (("--shortlist", str(tables[mc])) if mc else ())
+        hyp = out / (label.replace(" ", ".").replace("+", "_") + ".de")
+        best = min((translate(args, args.nmtkit_run, ckpt, src, 5, work / args.nmtkit_run, hyp, 1, extra)
+                    for _ in range(args.repeat)), key=lambda r: r.wall)
+        sc = scores(hyp, ref)
+        cmd, env, _ = decode_cmd(args, args.nmtkit_run, ckpt, work / args.nmtkit_run, 5, 1, extra)
+        cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + f" < {src[False]}")
+        results.append({"path": label, "wall": best.wall, "sent_s": n_sent / best.wall, "bleu": sc["bleu"], "chrf": sc["chrf"],
+                        "hyp": hyp})
+        print(f"{label}: {n_sent / best.wall:.1f} sent/s, BLEU {sc['bleu']}", flush=True)
+    load_after = bl.uptime_line()
+    int8 = next(r for r in results if r["path"] == "int8")
+    rows = [[r["path"], f"{r['wall']:.2f}", f"{r['sent_s']:.1f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}",
+             differing_lines(r["hyp"], int8["hyp"])] for r in results]
+    body = (f"Model: {args.nmtkit_run} ({ckpt.name}), Multi30k valid ({n_sent} sentences), beam 5, batch 64, 1 thread, "
+            "fastest of the repeats (whole command). mc = the table's --dict-min-count, k = --shortlist-k, 100 frequent "
+            "targets. Lines changed: output lines that differ from int8 without a shortlist.\n\n"
+            + bl.md_table(["path", "wall s", "sent/s", "BLEU", "chrF", "lines changed"], rows) + "\n")
+    print(body)
+    if args.record:
+        bl.append_results(bl.section("CPU fast paths on valid: int8 and shortlist tables", bl.machine_info(), load_before,
+                                     load_after, f"model trained at {run['commit']}", body, cmds))
+        bl.append_jsonl([{"system": f"nmtkit-{r['path']}", "split": "valid", "threads": 1, "beam": 5, "batch_size": 64,
+                          "sent_s": round(r["sent_s"], 2), "bleu": r["bleu"], "chrf": r["chrf"], "model": args.nmtkit_run}
+                         for r in results], {"bench": "shortlist_valid", "load": {"before": load_before, "after": load_after}})
+
+
+if __name__ == "__main__":
+    main()

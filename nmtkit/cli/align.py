@@ -35,7 +35,8 @@ from typing import Any, Optional
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_options, handle_errors, set_threads
+from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
+                               run_console_script, set_threads)
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
@@ -251,7 +252,7 @@ def command(**options: Any) -> None:
 
 def main() -> None:
     """Entry point of the ``nmtkit-align`` console script."""
-    command()
+    run_console_script(command)
 
 
 if __name__ == "__main__":

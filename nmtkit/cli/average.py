@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from nmtkit.cli.common import NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, console, handle_errors, run_console_script
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
@@ -41,7 +41,8 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
 
 
 def main() -> None:
-    command()
+    """Entry point of the ``nmtkit-average`` console script."""
+    run_console_script(command)
 
 
 if __name__ == "__main__":

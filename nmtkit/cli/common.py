@@ -166,6 +166,38 @@ def handle_errors(prog: str) -> Callable:
     return deco
 
 
+def run_console_script(command: click.Command) -> None:
+    """A console script's entry point: run ``command``, then end the process without Python's
+    interpreter teardown.
+
+    Why: with torch imported, freeing every module at exit took ~0.25 s on this CPU (measured:
+    ``import torch, sacremoses`` alone, 1.25 s against 1.0 s), a tenth of translating Multi30k's
+    test set with the int8 fast path.  Nothing is skipped that matters: the command has flushed
+    stdout and closed its outputs (:func:`handle_errors`, atomic writes), ``atexit`` handlers
+    still run here, and both standard streams are flushed before ``os._exit``.  Exit statuses
+    are the interpreter's: ``sys.exit(None)`` 0, an int itself, anything else printed and 1.
+    Tests call ``command`` through click's runner, not this, so a test process is never ended."""
+    import atexit
+
+    try:
+        command()
+        code: Any = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass  # a reader that went away: handle_errors already chose the status
+    os._exit(code)
+
+
 class OneLineUsageError(click.UsageError):
     """A click usage error shown as ``prog: error: message`` on one line (exit status 2)."""
 

@@ -46,5 +46,12 @@ def cli() -> None:
     """nmtkit: attention-based neural machine translation from the command line."""
 
 
+def main() -> None:
+    """Entry point of the ``nmtkit`` console script."""
+    from nmtkit.cli.common import run_console_script
+
+    run_console_script(cli)
+
+
 if __name__ == "__main__":
-    cli()
+    main()

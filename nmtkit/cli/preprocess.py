@@ -6,7 +6,7 @@ import time
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors, run_console_script
 from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-preprocess"
@@ -83,7 +83,8 @@ def print_summary(meta: dict, elapsed: float) -> None:
 
 
 def main() -> None:
-    command()
+    """Entry point of the ``nmtkit-preprocess`` console script."""
+    run_console_script(command)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import SEED, NmtkitCommand, console, handle_errors
+from nmtkit.cli.common import NmtkitCommand, SEED, console, handle_errors, run_console_script
 from nmtkit.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.utils.textio import atomic_directory
 
@@ -44,7 +44,7 @@ def command(out_dir: str, seed: int, n_train: int, n_valid: int, n_test: int, ov
 
 def main() -> None:
     """Entry point of the ``nmtkit-sample`` console script."""
-    command()
+    run_console_script(command)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ from typing import Any, Sequence
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_options, handle_errors
+from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
+                               run_console_script)
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
@@ -259,7 +260,7 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
 
 def main() -> None:
     """Entry point of the ``nmtkit-score`` console script."""
-    command()
+    run_console_script(command)
 
 
 if __name__ == "__main__":

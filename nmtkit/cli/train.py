@@ -5,8 +5,8 @@ import sys
 
 import click
 
-from nmtkit.cli.common import (SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
-                               device_options, handle_errors, parse_device)
+from nmtkit.cli.common import (FiniteFloat, NmtkitCommand, OneLineUsageError, SEED, batching_options, console,
+                               device_options, handle_errors, parse_device, run_console_script)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.train.optim import SCHEDULES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
@@ -171,7 +171,8 @@ def _cuda() -> bool:
 
 
 def main() -> None:
-    command()
+    """Entry point of the ``nmtkit-train`` console script."""
+    run_console_script(command)
 
 
 if __name__ == "__main__":

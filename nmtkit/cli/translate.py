@@ -16,7 +16,8 @@ from typing import Optional
 
 import click
 
-from nmtkit.cli.common import NmtkitCommand, batching_options, console, device_options, handle_errors, search_options, set_threads
+from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
+                               run_console_script, search_options, set_threads)
 from nmtkit.errors import InputError
 from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, is_stdio, stream_closed
@@ -229,7 +230,8 @@ class OutputWriter:
 
 
 def main() -> None:
-    command()
+    """Entry point of the ``nmtkit-translate`` console script."""
+    run_console_script(command)
 
 
 if __name__ == "__main__":

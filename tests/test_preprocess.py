@@ -177,3 +177,25 @@ def test_reuse_bpe_codes_of_the_other_direction(tiny_parallel, tmp_path):
     assert (rev / "bpe.codes").read_text() == (fwd / "bpe.codes").read_text()
     line = "eine Katze sieht den Hund ."
     assert DataDir(rev).pipeline("de").encode(line) == DataDir(fwd).pipeline("de").encode(line)
+
+
+@pytest.mark.parametrize("lang", ["en", "de", "fr", "cs", "fi"])
+def test_moses_fast_path_for_letters_and_digits_is_exact(lang):
+    """TextPipeline.tokenize returns a word of Moses's letters and digits as its own token without
+    running Moses: the same result Moses gives, for random such words and for mixed ones."""
+    import random
+
+    from sacremoses import MosesTokenizer
+
+    from nmtkit.data.text_pipeline import TextPipeline, _moses_alnum
+
+    rng = random.Random(0)
+    letters = sorted(_moses_alnum())
+    words = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 9))) for _ in range(3000)]
+    words += ["Straße", "naïve", "x86", "e.g.", "don't", "3,5", "über-all", "ᚑධͻᜟ", "夏目", "a b"]
+    moses = MosesTokenizer(lang=lang)
+    for lowercase in (False, True):
+        pipe = TextPipeline(lang=lang, tokenizer="moses", lowercase=lowercase)
+        for w in words:
+            want = moses.tokenize(w, escape=False)
+            assert pipe.tokenize(w) == ([t.lower() for t in want] if lowercase else want), w

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Optional
 
@@ -40,6 +40,15 @@ def normalize_line(line: str) -> str:
     :func:`split_words` or :meth:`TextPipeline.tokenize`, which both call this.
     """
     return line.translate(_NORMALIZE) if not line.isprintable() else line
+
+
+@lru_cache(maxsize=None)
+def _moses_alnum() -> frozenset[str]:
+    """The characters the Moses tokenizer treats as letters or digits: a string of only these
+    has no boundary for it to split at (tests/test_dictionary.py checks that)."""
+    from sacremoses import MosesTokenizer
+
+    return frozenset(MosesTokenizer.IsAlnum)
 
 
 def split_words(line: str) -> list[str]:
@@ -154,7 +163,9 @@ class TextPipeline:
         """Line -> tokens (control characters normalized, tokenizer, then lowercasing)."""
         line = normalize_line(line)
         if self.tokenizer == "moses":
-            toks = self._moses[0].tokenize(line, escape=False)
+            # a word of letters and digits only is its own token: skip Moses's ~40 regex passes
+            # (the shortlist tokenizes every target word of its table this way)
+            toks = [line] if line and _moses_alnum().issuperset(line) else self._moses[0].tokenize(line, escape=False)
         else:
             toks = split_words(line)
         if self.lowercase:

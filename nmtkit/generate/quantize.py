@@ -107,30 +107,30 @@ def int8_output_rows(linear: nn.Module, ids: Tensor):  # noqa: ANN201 - a functi
     """Output units ``ids`` of torch's int8 dynamic ``Linear`` as a function of ``x`` (shortlists).
 
     Unpacking the int8 weight costs ~10 ms for a large vocabulary: once per layer, not per batch;
-    keyed on the packed weights, so new weights (``set_weight_bias``, ``load_state_dict``) unpack again.
-    """
-    from torch.ao.nn.quantized import dynamic as qd
-
+    keyed on the packed weights, so new weights (``set_weight_bias``, ``load_state_dict``) unpack
+    again.  The rows are packed once per batch and run by the op ``qd.Linear.forward`` runs (a
+    ``qd.Linear`` built per batch packed a dummy weight first).  Per-row scales stay with their
+    rows: torch's ``index_select`` takes per-tensor quantised tensors only, so the integer rows,
+    scales and zero points are cut apart."""
     packed = linear._packed_params._packed_params
     cached = getattr(linear, "_nmtkit_unpacked", None)
     if cached is None or cached[0] is not packed:
-        cached = linear._nmtkit_unpacked = (packed, *linear._weight_bias())
-    _, weight, bias = cached
-    part = qd.Linear(linear.in_features, ids.numel(), bias_=bias is not None, dtype=weight.dtype)
-    part.set_weight_bias(_int8_rows(weight, ids), None if bias is None else bias.index_select(0, ids))
-    return lambda x: part(x)  # a plain function: a Module would be registered as a submodule of the model
-
-
-def _int8_rows(weight: Tensor, ids: Tensor) -> Tensor:
-    """Rows ``ids`` of a quantised weight, each with its own scale when it has per-row scales
-    (torch's ``index_select`` takes per-tensor quantised tensors only)."""
-    if weight.qscheme() == torch.per_tensor_affine:
-        return weight.index_select(0, ids)
-    if weight.q_per_channel_axis() != 0:
-        raise ValueError("int8 output rows need per-row (axis 0) scales")
-    return torch._make_per_channel_quantized_tensor(
-        weight.int_repr().index_select(0, ids), weight.q_per_channel_scales().index_select(0, ids),
-        weight.q_per_channel_zero_points().index_select(0, ids), 0)
+        weight, bias = linear._weight_bias()
+        per_row = weight.qscheme() != torch.per_tensor_affine
+        if per_row and weight.q_per_channel_axis() != 0:
+            raise ValueError("int8 output rows need per-row (axis 0) scales")
+        parts = (weight.int_repr(), weight.q_per_channel_scales(), weight.q_per_channel_zero_points()) if per_row else None
+        cached = linear._nmtkit_unpacked = (packed, weight, bias, parts)
+    _, weight, bias, parts = cached
+    if parts is None:
+        rows = weight.index_select(0, ids)
+    else:
+        ints, scales, zero_points = parts
+        rows = torch._make_per_channel_quantized_tensor(ints.index_select(0, ids), scales.index_select(0, ids),
+                                                        zero_points.index_select(0, ids), 0)
+    packed_rows = torch.ops.quantized.linear_prepack(rows, None if bias is None else bias.index_select(0, ids))
+    reduce_range = not (linear.version is None or linear.version < 4)  # as qd.Linear.forward decides
+    return lambda x: torch.ops.quantized.linear_dynamic(x, packed_rows, reduce_range)
 
 
 def _register_hooks() -> None:

@@ -8,8 +8,8 @@ What is quantised (with :mod:`torch.ao`):
 * every ``nn.Linear`` (output projection, attention, ``W_c``, deep output, bridges): most of a
   decoder step's FLOPs are the output projection.  Their weights get one int8 scale **per output
   row** (per-channel): the rows of a tied output layer differ in norm, and one scale for the whole
-  matrix cost 0.2 BLEU on Multi30k valid (39.72 against 39.93 in float32; per row: 39.95) at the
-  same speed (bench/RESULTS.md);
+  matrix cost 0.2 BLEU on Multi30k valid (39.72 against 39.93 in float32, the 1-hour model); per
+  row, 39.95 at the same speed (bench/shortlist_valid.py's record in bench/RESULTS.md);
 * the encoder RNNs (inside :class:`~nmtkit.models.encoders.RNNEncoder`), replaced by torch's
   dynamically quantised ``LSTM``/``GRU``, which read packed sequences as before;
 * every other ``nn.LSTM``/``nn.GRU`` (the decoders) becomes a :class:`QuantizedStackedRNN`:

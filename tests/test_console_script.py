@@ -24,13 +24,17 @@ SCRIPT = textwrap.dedent('''
             sys.exit("a message")
         if how == "usage":
             raise click.UsageError("bad")
+        if how == "thread":  # the interpreter waits for it: so must the entry
+            import threading, time
+            threading.Thread(target=lambda: (time.sleep(0.5), print("thread done", file=sys.stderr))).start()
 
     run_console_script(command)
     print("not reached", file=sys.stderr)
 ''')
 
 
-@pytest.mark.parametrize("how, status, err", [("ok", 0, ""), ("int", 3, ""), ("str", 1, "a message"), ("usage", 2, "bad")])
+@pytest.mark.parametrize("how, status, err", [("ok", 0, ""), ("int", 3, ""), ("str", 1, "a message"), ("usage", 2, "bad"),
+                                                 ("thread", 0, "thread done")])
 def test_exit_status_output_and_atexit(how, status, err):
     res = subprocess.run([sys.executable, "-c", SCRIPT, how], capture_output=True, text=True, timeout=60)
     assert res.returncode == status

@@ -176,6 +176,7 @@ def run_console_script(command: click.Command) -> None:
     stdout and closed its outputs (:func:`handle_errors`, atomic writes), ``atexit`` handlers
     still run here, and both standard streams are flushed before ``os._exit``.  Exit statuses
     are the interpreter's: ``sys.exit(None)`` 0, an int itself, anything else printed and 1.
+    A live non-daemon thread (which the interpreter would wait for) gets the ordinary exit.
     Tests call ``command`` through click's runner, not this, so a test process is never ended."""
     import atexit
 
@@ -189,6 +190,8 @@ def run_console_script(command: click.Command) -> None:
     elif not isinstance(code, int):
         print(code, file=sys.stderr)
         code = 1
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)  # a thread the interpreter would wait for: leave the ordinary way
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

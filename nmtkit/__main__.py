@@ -1,3 +1,3 @@
-from nmtkit.cli.main import cli
+from nmtkit.cli.main import main
 
-cli()
+main()

@@ -2,6 +2,7 @@
 output, kept while the process ends with ``os._exit`` (no module teardown)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -9,37 +10,46 @@ import textwrap
 import pytest
 
 SCRIPT = textwrap.dedent('''
-    import atexit, sys
+    import atexit, ctypes, sys
     import click
-    from nmtkit.cli.common import run_console_script
+    from nmtkit.cli.common import NmtkitCommand, handle_errors, run_console_script
 
-    @click.command()
+    @click.command(cls=NmtkitCommand)
     @click.argument("how")
+    @handle_errors("nmtkit-test")
     def command(how):
         atexit.register(lambda: print("atexit ran", file=sys.stderr))
-        sys.stdout.write("unflushed output")  # no newline, no flush: the entry must flush it
+        sys.stdout.write("[stdout]")
+        ctypes.CDLL(None).printf(b"[C stdio]")  # block-buffered into a pipe: only fflush writes it
         if how == "int":
             sys.exit(3)
         if how == "str":
             sys.exit("a message")
+        if how == "huge":
+            sys.exit(2 ** 40 + 7)
         if how == "usage":
             raise click.UsageError("bad")
         if how == "thread":  # the interpreter waits for it: so must the entry
             import threading, time
             threading.Thread(target=lambda: (time.sleep(0.5), print("thread done", file=sys.stderr))).start()
+        sys.__stdout__.write("[original stdout]")  # after the command flushed sys.stdout: the entry must flush this
 
     run_console_script(command)
     print("not reached", file=sys.stderr)
 ''')
 
 
-@pytest.mark.parametrize("how, status, err", [("ok", 0, ""), ("int", 3, ""), ("str", 1, "a message"), ("usage", 2, "bad"),
-                                                 ("thread", 0, "thread done")])
+@pytest.mark.parametrize("how, status, err", [("ok", 0, ""), ("int", 3, ""), ("str", 1, "a message"), ("huge", 7, ""),
+                                              ("usage", 2, "bad"), ("thread", 0, "thread done")])
 def test_exit_status_output_and_atexit(how, status, err):
-    res = subprocess.run([sys.executable, "-c", SCRIPT, how], capture_output=True, text=True, timeout=60)
-    assert res.returncode == status
-    assert res.stdout == "unflushed output"
-    assert "atexit ran" in res.stderr and "not reached" not in res.stderr
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as for a user
+    res = subprocess.run([sys.executable, "-c", SCRIPT, how], capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == status, res.stderr
+    assert "[stdout]" in res.stdout and "[C stdio]" in res.stdout
+    if how in ("ok", "thread"):
+        assert "[original stdout]" in res.stdout
+    assert "not reached" not in res.stderr
+    assert "atexit ran" in res.stderr
     assert err in res.stderr
 
 

@@ -192,7 +192,7 @@ def test_moses_fast_path_for_letters_and_digits_is_exact(lang):
     rng = random.Random(0)
     letters = sorted(_moses_alnum())
     words = ["".join(rng.choice(letters) for _ in range(rng.randint(1, 9))) for _ in range(3000)]
-    words += ["Straße", "naïve", "x86", "e.g.", "don't", "3,5", "über-all", "ᚑධͻᜟ", "夏目", "a b"]
+    words += ["Straße", "naïve", "x86", "e.g.", "don't", "3,5", "über-all", "ᚑධͻᜟ", "夏目", "a b", "DOTMULTI", "fooDOTDOTMULTIbar"]
     moses = MosesTokenizer(lang=lang)
     for lowercase in (False, True):
         pipe = TextPipeline(lang=lang, tokenizer="moses", lowercase=lowercase)

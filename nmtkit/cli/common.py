@@ -193,12 +193,21 @@ def run_console_script(command: click.Command) -> None:
     if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)  # a thread the interpreter would wait for: leave the ordinary way
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
+    # the streams in use, the interpreter's originals (use_utf8_stdio may have replaced them) and
+    # C's stdio (oneDNN's or MKL's verbose output), as the interpreter's own exit would flush them
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError, AttributeError):
-            pass  # a reader that went away: handle_errors already chose the status
-    os._exit(code)
+            pass  # a reader that went away: handle_errors flushed stdout already and chose the status
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass  # no C library to ask (not on Linux or macOS)
+    os._exit(code & 0xFF)  # what the parent sees of any status; os._exit refuses ints beyond a C int
 
 
 class OneLineUsageError(click.UsageError):

@@ -165,7 +165,9 @@ class TextPipeline:
         if self.tokenizer == "moses":
             # a word of letters and digits only is its own token: skip Moses's ~40 regex passes
             # (the shortlist tokenizes every target word of its table this way)
-            toks = [line] if line and _moses_alnum().issuperset(line) else self._moses[0].tokenize(line, escape=False)
+            # (sacremoses turns its placeholder DOTMULTI into "." even inside a word)
+            simple = line and _moses_alnum().issuperset(line) and "DOTMULTI" not in line
+            toks = [line] if simple else self._moses[0].tokenize(line, escape=False)
         else:
             toks = split_words(line)
         if self.lowercase:

@@ -120,7 +120,7 @@ def int8_output_rows(linear: nn.Module, ids: Tensor):  # noqa: ANN201 - a functi
         if per_row and weight.q_per_channel_axis() != 0:
             raise ValueError("int8 output rows need per-row (axis 0) scales")
         parts = (weight.int_repr(), weight.q_per_channel_scales(), weight.q_per_channel_zero_points()) if per_row else None
-        cached = linear._nmtkit_unpacked = (packed, weight, bias, parts)
+        cached = linear._nmtkit_unpacked = (packed, None if per_row else weight, bias, parts)
     _, weight, bias, parts = cached
     if parts is None:
         rows = weight.index_select(0, ids)
@@ -130,7 +130,7 @@ def int8_output_rows(linear: nn.Module, ids: Tensor):  # noqa: ANN201 - a functi
                                                         zero_points.index_select(0, ids), 0)
     packed_rows = torch.ops.quantized.linear_prepack(rows, None if bias is None else bias.index_select(0, ids))
     reduce_range = not (linear.version is None or linear.version < 4)  # as qd.Linear.forward decides
-    return lambda x: torch.ops.quantized.linear_dynamic(x, packed_rows, reduce_range)
+    return lambda x: torch.ops.quantized.linear_dynamic(x, packed_rows, reduce_range).to(x.dtype)
 
 
 def _register_hooks() -> None:

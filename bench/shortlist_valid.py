@@ -77,7 +77,7 @@ def main() -> None:
         bl.append_results(bl.section("CPU fast paths on valid: int8 and shortlist tables", bl.machine_info(), load_before,
                                      load_after, f"model trained at {run['commit']}", body, cmds))
         bl.append_jsonl([{"system": f"nmtkit-{r['path']}", "split": "valid", "threads": 1, "beam": 5, "batch_size": 64,
-                          "sent_s": round(r["sent_s"], 2), "bleu": r["bleu"], "chrf": r["chrf"], "model": args.nmtkit_run}
+                          "amp": "none", "sent_s": round(r["sent_s"], 2), "bleu": r["bleu"], "chrf": r["chrf"], "model": args.nmtkit_run}
                          for r in results], {"bench": "shortlist_valid", "load": {"before": load_before, "after": load_after}})
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import NmtkitCommand, SEED, console, handle_errors, run_console_script
+from nmtkit.cli.common import SEED, NmtkitCommand, console, handle_errors, run_console_script
 from nmtkit.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.utils.textio import atomic_directory
 

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from nmtkit.cli.common import (FiniteFloat, NmtkitCommand, OneLineUsageError, SEED, batching_options, console,
+from nmtkit.cli.common import (SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
                                device_options, handle_errors, parse_device, run_console_script)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.train.optim import SCHEDULES

@@ -45,7 +45,7 @@ def normalize_line(line: str) -> str:
 @lru_cache(maxsize=None)
 def _moses_alnum() -> frozenset[str]:
     """The characters the Moses tokenizer treats as letters or digits: a string of only these
-    has no boundary for it to split at (tests/test_dictionary.py checks that)."""
+    has no boundary for it to split at (tests/test_preprocess.py checks that against Moses)."""
     from sacremoses import MosesTokenizer
 
     return frozenset(MosesTokenizer.IsAlnum)
@@ -163,9 +163,8 @@ class TextPipeline:
         """Line -> tokens (control characters normalized, tokenizer, then lowercasing)."""
         line = normalize_line(line)
         if self.tokenizer == "moses":
-            # a word of letters and digits only is its own token: skip Moses's ~40 regex passes
-            # (the shortlist tokenizes every target word of its table this way)
-            # (sacremoses turns its placeholder DOTMULTI into "." even inside a word)
+            # a word of letters and digits only is its own token: skip Moses's ~40 regex passes (the
+            # shortlist tokenizes each table word so); not DOTMULTI, which sacremoses turns into "."
             simple = line and _moses_alnum().issuperset(line) and "DOTMULTI" not in line
             toks = [line] if simple else self._moses[0].tokenize(line, escape=False)
         else:

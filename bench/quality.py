@@ -116,10 +116,20 @@ def shortlist_table(ckpt: Path, data_dir: Path, out: Path, min_count: int = 1) -
     top 50 targets per source word, each seen at least ``min_count`` times (``nmtkit-align
     --build-dict --dict-top-k 50 --dict-min-count 1``; not timed).  Pairs seen once matter: they
     hold the rarer compounds the model writes (bench/shortlist_valid.py measures both on valid).
+    A higher ``min_count`` filters the min-count-1 table (the same lines: a word's top 50 do not
+    depend on the minimum count), rather than aligning the training split again.
     The table is reused only if it was built by the same command from the same checkpoint file
     (path, size and time, kept beside it): a table of an older model in the same folder would
     shortlist the wrong words."""
     table, built_from = out / f"lex.top50.mc{min_count}.txt", out / f"lex.top50.mc{min_count}.source"
+    if min_count > 1:
+        full = shortlist_table(ckpt, data_dir, out, min_count=1)
+        source = f"{full.with_suffix('.source').read_text()}filtered to count >= {min_count}\n"
+        if not (table.exists() and built_from.is_file() and built_from.read_text() == source):
+            kept = [ln for ln in full.read_text(encoding="utf-8").splitlines(keepends=True) if int(ln.split()[2]) >= min_count]
+            table.write_text("".join(kept), encoding="utf-8")
+            built_from.write_text(source)
+        return table
     cmd = ["nmtkit-align", "--path", ckpt, "--data", data_dir, "--split", "train", "--max-tokens", "8000",
            "--build-dict", table, "--dict-top-k", "50", "--dict-min-count", min_count, "-o", out / "train.align"]
     st = Path(ckpt).stat()

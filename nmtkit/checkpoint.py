@@ -80,7 +80,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if magic != ZIP_MAGIC:  # a PNG, a text file ...: say so, rather than torch's advice on weights_only
         raise NmtkitError(f"{p} is not an nmtkit checkpoint")
     try:
-        ckpt = torch.load(p, map_location="cpu", weights_only=True)
+        # mmap: tensors are read as they are used (copy-on-write), so an inference command does
+        # not read a checkpoint's optimizer state (two thirds of its bytes): 0.04 s against 0.10 s
+        ckpt = torch.load(p, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError:  # a torch file holding objects nmtkit never writes (another toolkit's)
         raise NmtkitError(f"{p} is not an nmtkit checkpoint") from None
     except Exception as exc:  # torch raises RuntimeError/EOFError/... for damaged files

@@ -48,7 +48,7 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @device_options()
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
 @click.option("--quantize", type=click.Choice(["none", "int8"]), default="none", show_default=True,
-              help="int8: dynamic int8 weights for the linear and recurrent layers (CPU only; faster, BLEU nearly unchanged).")
+              help="int8: dynamic int8 weights for the linear and recurrent layers (CPU only; faster, BLEU nearly unchanged; activation scales are per batch, so output can depend on batching).")
 @click.option("--shortlist", type=click.Path(dir_okay=False), metavar="FILE",
               help="Restrict the output layer per batch to the top translations of the source words in this "
                    "'source target count' table (e.g. nmtkit-align --build-dict FILE --dict-top-k K).")

@@ -339,3 +339,17 @@ def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
     assert res.exit_code == 1
     lines = [l for l in res.output.strip().splitlines() if "error" in l]
     assert len(lines) == 1 and "not a resumable training checkpoint" in lines[0] and "checkpoint_last.pt" in lines[0]
+
+
+def test_a_save_dir_with_checkpoints_but_no_last_one_is_refused_not_overwritten(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0
+    (save / "checkpoint_last.pt").unlink()
+    kept = {p.name: p.read_bytes() for p in save.glob("checkpoint*.pt")}
+    log = (save / "train_log.jsonl").read_text()
+    res = run_train(data_dir, save, "--max-update", "1")
+    assert res.exit_code == 1
+    line = res.output.strip()
+    assert "\n" not in line and "Traceback" not in line and "no checkpoint_last.pt" in line and "checkpoint_best.pt" in line
+    assert {p.name: p.read_bytes() for p in save.glob("checkpoint*.pt")} == kept
+    assert (save / "train_log.jsonl").read_text() == log and not (save / LOCK_NAME).exists()

@@ -103,6 +103,7 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
         for path in remove_stale_temps(trainer.save_dir):
             trainer.console.print(f"removed {path} (a temporary file left by a killed run)")
     if not last.exists():
+        _refuse_another_runs_checkpoints(trainer.save_dir)
         trainer.run_log.prune(0, None)  # a run starting over redoes every update of an old log
         return None
     ckpt = load_checkpoint(last)
@@ -170,6 +171,18 @@ def _check_same_model(trainer: Trainer, ckpt: dict, last: Path) -> None:
         raise NmtkitError(f"{last} was trained with other dictionaries than {trainer.data.path}")
     if ckpt.get("train_state") is None:
         raise NmtkitError(f"{last} holds no training state (cannot resume)")
+
+
+def _refuse_another_runs_checkpoints(save_dir: Path) -> None:
+    """A save dir with checkpoints but no ``checkpoint_last.pt`` (which every save writes first)
+    holds another run, or one whose last checkpoint was removed: starting over would replace its
+    ``checkpoint_best.pt`` and leave its other epoch files beside the new ones, where
+    ``nmtkit-average --last N`` would pick them up."""
+    found = sorted(p.name for p in save_dir.glob("checkpoint*.pt"))
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise NmtkitError(f"{save_dir} holds checkpoints ({shown}) but no checkpoint_last.pt to resume from; "
+                          "a new run would overwrite them: use another --save-dir or remove them")
 
 
 def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], reset_optimizer: bool,

@@ -87,6 +87,19 @@ def test_invalid_utf8_with_strict_is_an_error_after_earlier_lines(random_ckpt, t
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+def test_invalid_utf8_with_strict_leaves_output_files_as_they_were(random_ckpt, tmp_path):
+    outs = tmp_path / "outs"
+    outs.mkdir()
+    out, align = outs / "keep.txt", outs / "keep.align"
+    out.write_text("old 1\nold 2\n")
+    align.write_text("0-0\n")
+    res = run(["--path", str(random_ckpt), "--buffer-size", "1", "--strict", "--output", str(out),
+               "--alignment-file", str(align)], b"the cat\nthe dog\nbad \xff\nlater\n")
+    assert res.exit_code == 1 and "<stdin>:3: invalid UTF-8" in res.stderr
+    assert out.read_text() == "old 1\nold 2\n" and align.read_text() == "0-0\n"
+    assert sorted(p.name for p in outs.iterdir()) == ["keep.align", "keep.txt"]  # no temporary file left
+
+
 @pytest.mark.parametrize("args, message, status", [
     (["--beam", "0"], "--beam must be >= 1, got 0", 2),  # refused when parsed, in the library's words
     (["--beam", "2", "--nbest", "3"], "--nbest must be <= --beam (2), got 3", 1),

@@ -5,7 +5,8 @@ written back in input order, flushed after every buffer; on a pipe or terminal a
 ends when the input pauses (no new line within a few ms), so each line that has arrived is
 translated at once (``nmtkit.utils.streaming``).  Invalid UTF-8 is replaced (U+FFFD) with one
 warning per line; with ``--strict`` it stops with an error naming the line, after every earlier
-line has been written.
+line has been written to stdout (``--output`` and ``--alignment-file``, written atomically, are
+then left as they were: a failed command replaces no file).
 """
 from __future__ import annotations
 
@@ -120,8 +121,7 @@ def command(**kw) -> None:  # noqa: ANN003
                 flush(buf)
             for w in translator.warnings:
                 console.print(f"[yellow]warning:[/yellow] {w}")
-            if error is not None:
-                writer.keep_partial = True
+            if error is not None:  # stdout has every earlier line; --output and --alignment-file stay as they were
                 raise error
     finally:
         if from_file:
@@ -159,7 +159,6 @@ class OutputWriter:
         self.verbose = kw["verbose"]
         self.nbest = kw["nbest"]
         self.inline_align = kw["print_alignment"] and not kw["alignment_file"]
-        self.keep_partial = False
         self.has_alignments = translator.alignments
 
     def __enter__(self) -> "OutputWriter":
@@ -178,10 +177,7 @@ class OutputWriter:
 
     def __exit__(self, exc_type, exc, tb) -> bool:  # noqa: ANN001
         try:
-            if exc_type is not None and self.keep_partial:
-                self._files.close()  # a bad input line still keeps the translations of every earlier line
-            else:
-                self._files.__exit__(exc_type, exc, tb)
+            self._files.__exit__(exc_type, exc, tb)  # on any error, files keep their previous content
         finally:
             if self.out is sys.stdout:
                 sys.stdout.flush()

@@ -181,3 +181,26 @@ def test_stop_time_writes_checkpoint_and_resumes(data_dir, tmp_path):
     assert load_checkpoint(save / "checkpoint_last.pt")["train_state"]["state"]["update"] == 1
     res = run_train(data_dir, save, "--max-epoch", "1")
     assert res.exit_code == 0 and "resuming from" in res.output and "update 1" in res.output
+
+
+def test_a_best_valid_loss_too_large_for_exp_ends_with_ppl_inf_not_a_traceback(data_dir, tmp_path, monkeypatch):
+    from nmtkit.train.trainer import Trainer
+
+    real_train = Trainer.train
+
+    def diverging_train(self):  # noqa: ANN001, ANN202
+        state = real_train(self)
+        state.best_valid_loss = 1000.0  # exp(1000) overflows a float (e.g. --optimizer sgd --lr 100)
+        return state
+
+    monkeypatch.setattr(Trainer, "train", diverging_train)
+    res = run_train(data_dir, tmp_path / "c", "--max-update", "1")
+    assert res.exit_code == 0, res.output
+    assert "best valid loss 1000.000 (ppl inf)" in res.output
+
+
+def test_forced_perplexity_overflows_to_inf():
+    from nmtkit.generate.forced import ForcedResult
+
+    r = ForcedResult(tokens=[5], positional_scores=torch.tensor([-800.0, -800.0]), log_prob=-1600.0, num_tokens=2, attention=None)
+    assert r.perplexity == float("inf")

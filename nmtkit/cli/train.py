@@ -124,6 +124,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     from nmtkit.train.trainer import StopTraining, Trainer
 
     from nmtkit.data.dataset import is_data_dir
+    from nmtkit.evaluate.metrics import perplexity
     from nmtkit.models import registry
 
     if is_data_dir(data):  # else the trainer says what DATA is not, before it writes anything
@@ -157,7 +158,8 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
         except KeyboardInterrupt:
             sys.exit(130)
         if dist.is_main:
-            best = f", best valid loss {state.best_valid_loss:.3f} (ppl {2.718281828 ** state.best_valid_loss:.2f})" if state.best_valid_loss is not None else ""
+            best = (f", best valid loss {state.best_valid_loss:.3f} (ppl {perplexity(-state.best_valid_loss, 1):.2f})"
+                    if state.best_valid_loss is not None else "")  # a loss over ~710 gives ppl inf, not an OverflowError
             console.print(f"done: {state.update} updates, {state.epochs_done} epochs{best}")
     finally:
         lock.release()

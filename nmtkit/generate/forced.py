@@ -6,7 +6,6 @@ mean probability), so a reference scores the same here as it does inside beam se
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Sequence
 
@@ -15,6 +14,7 @@ from torch import Tensor
 
 from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.dictionary import BOS_ID, PAD_ID
+from nmtkit.evaluate.metrics import perplexity
 from nmtkit.generate.ensemble import EnsembleModel
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class ForcedResult:
 
     @property
     def perplexity(self) -> float:
-        return math.exp(-self.avg_log_prob)
+        return perplexity(self.log_prob, self.num_tokens)
 
 
 def shift_right(tgt_tokens: Tensor, tgt_lengths: Tensor) -> Tensor:

@@ -93,6 +93,8 @@ CHECKPOINT_CASES = {
     "inf_weights": (_inf, "holds NaN or infinite values"),
     "bad_codes": (lambda c: c["tgt_pipeline"].update(bpe_codes_text="#version: 0.2\na b c\n"),
                   "tgt_pipeline.bpe_codes_text):2: not a BPE merge"),
+    "unsupported_codes_version": (lambda c: c["src_pipeline"].update(bpe_codes_text="#version: 1.0\na b\n"),
+                                  "src_pipeline.bpe_codes_text):1: BPE codes version 1.0 is not supported"),
 }
 
 

@@ -97,6 +97,8 @@ def check_bpe_codes(text: str, name: str) -> None:
         version = re.sub(r"(\.0+)*$", "", lines[0].split()[-1]) if lines[0].split()[1:] else ""
         if not all(part.isdigit() for part in version.split(".")):
             raise InputError(name, 1, f"not a subword-nmt version line: {lines[0][:60]!r}")
+        if tuple(int(part) for part in version.split(".")) not in ((0, 1), (0, 2)):  # subword-nmt applies no other
+            raise InputError(name, 1, f"BPE codes version {lines[0].split()[-1]} is not supported (subword-nmt applies 0.1 and 0.2)")
         lines, first = lines[1:], 2
     for k, line in enumerate(lines or [""], start=first):
         if len(line.strip("\r\n ").split(" ")) != 2:

@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from nmtkit.data.dictionary import EOS_ID, PAD_ID, UNK_ID, Dictionary
+from nmtkit.data.dictionary import EOS_ID, PAD_ID, SPECIALS, UNK_ID, Dictionary
 from nmtkit.errors import InputError
 
 
@@ -21,10 +21,22 @@ def test_threshold_and_topk():
 
 
 def test_save_load_roundtrip(tmp_path):
-    d = Dictionary.build(Counter({"x": 2, "y y": 1}))  # tokens never contain spaces in practice, but rsplit keeps them safe
+    d = Dictionary.build(Counter({"x": 2, "y": 1, "1 000": 1}))
+    d.save(tmp_path / "dict.txt")
+    with pytest.raises(InputError, match=r"dict\.txt:2: token '1 000' contains whitespace"):
+        Dictionary.load(tmp_path / "dict.txt")  # text is split on whitespace: such a token could never occur
+    d = Dictionary.build(Counter({"x": 2, "y": 1, "1,000": 1}))
     d.save(tmp_path / "dict.txt")
     e = Dictionary.load(tmp_path / "dict.txt")
     assert e == d and e.checksum() == d.checksum()
+
+
+@pytest.mark.parametrize("bad", ["a\nb", "a\u2028b", "a\x85b", "", " a"])
+def test_symbols_with_whitespace_or_duplicates_are_refused(bad):
+    with pytest.raises(ValueError, match="symbol 5"):
+        Dictionary.from_symbols([*SPECIALS, "ok", bad])
+    with pytest.raises(ValueError, match="symbol 5 .* duplicate"):
+        Dictionary.from_symbols([*SPECIALS, "ok", "ok"])
 
 
 def test_malformed_dictionary_names_line(tmp_path):

@@ -115,6 +115,8 @@ class Dictionary:
             if len(parts) != 2 or not parts[0] or not parts[1].lstrip("-").isdigit():
                 raise InputError(str(path), lineno, f"expected 'token count', got {line!r}")
             tok, cnt = parts[0], int(parts[1])
+            if tok.split() != [tok]:
+                raise InputError(str(path), lineno, f"token {tok!r} contains whitespace (text is split on it, so it could never occur)")
             if tok in d.index:
                 if tok in SPECIALS:
                     continue
@@ -128,6 +130,11 @@ class Dictionary:
         if tuple(symbols[: len(SPECIALS)]) != SPECIALS:
             raise ValueError("symbol list does not start with the special tokens")
         d = cls()
-        for s in symbols[len(SPECIALS):]:
+        for k, s in enumerate(symbols[len(SPECIALS):], start=len(SPECIALS)):
+            # what load() refuses in a file: a symbol with a line break would split an output line
+            if not isinstance(s, str) or s.split() != [s]:
+                raise ValueError(f"symbol {k} ({s!r}) is empty or contains whitespace")
+            if s in d.index:
+                raise ValueError(f"symbol {k} ({s!r}) is a duplicate")
             d.add(s, 0)
         return d

@@ -73,6 +73,19 @@ def test_a_seed_out_of_range_is_a_usage_error_with_the_range(seed):
         assert "--seed" in line and "0<=x<=18446744073709551615" in line, line
 
 
+def test_threads_beyond_the_bound_are_a_usage_error_in_every_command():
+    from nmtkit.cli.common import MAX_THREADS
+
+    cases = [(train, ["data"]), (translate, ["--path", "m.pt"]), (score, ["--path", "m.pt"]), (align, ["--path", "m.pt"])]
+    cases = [(cmd, args) for cmd, args in cases if any(p.name == "threads" for p in cmd.params)]
+    assert len(cases) >= 3
+    for cmd, args in cases:  # torch crashed (SIGSEGV) with --threads 100000
+        res = CliRunner().invoke(cmd, [*args, "--threads", "100000"])
+        assert res.exit_code == 2
+        line = one_line(res.output)
+        assert "--threads" in line and f"0<=x<={MAX_THREADS}" in line, line
+
+
 def test_the_largest_seed_is_accepted():
     ctx = train.make_context("train", ["data", "--seed", str(2**64 - 1)])
     assert ctx.params["seed"] == 2**64 - 1

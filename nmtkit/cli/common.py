@@ -258,6 +258,10 @@ def _stack(*options: Decorator) -> Decorator:
     return deco
 
 
+#: The most ``--threads`` accepts.
+MAX_THREADS = 1024
+
+
 def device_options(*, threads: bool = True) -> Decorator:
     """``--device``, ``--amp`` and (unless ``threads=False``) ``--threads``."""
     opts = [
@@ -269,7 +273,8 @@ def device_options(*, threads: bool = True) -> Decorator:
                           "training and float32 for translate/score/align; float32 on other CPUs."),
     ]
     if threads:
-        opts.append(click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0),
+        # bounded: torch crashed (SIGSEGV) asked for 100,000 threads, and 10,000 took a minute to start
+        opts.append(click.option("--threads", default=0, show_default=True, type=click.IntRange(min=0, max=MAX_THREADS),
                                  help="CPU threads (0: torch default)."))
     return _stack(*opts)
 

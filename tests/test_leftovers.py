@@ -1,4 +1,4 @@
-"""SIGTERM ends preprocess and translate like Ctrl-C; temporary files of killed runs are removed
+"""SIGTERM ends every command like Ctrl-C; temporary files of killed runs are removed
 by the next run, never those of a process still writing them."""
 from __future__ import annotations
 
@@ -103,3 +103,47 @@ def test_translate_sigterm_exits_130_and_removes_its_temporary_output(random_ckp
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
     assert _hidden(tmp_path) == [] and not out.exists()
+
+
+def test_every_command_turns_sigterm_into_an_interrupt():
+    import click
+
+    from nmtkit.cli.common import handle_errors
+
+    cleaned = []
+
+    @click.command()
+    @handle_errors("nmtkit-x")
+    def cmd() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this ends
+        finally:
+            cleaned.append(True)
+
+    def unhandled(*_args) -> None:  # noqa: ANN002
+        raise RuntimeError("SIGTERM reached the default handler")  # rather than killing the test run
+
+    original = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        res = CliRunner().invoke(cmd, [])
+        assert signal.getsignal(signal.SIGTERM) is unhandled  # restored after the command
+    finally:
+        signal.signal(signal.SIGTERM, original)
+    assert res.exit_code == 130 and res.output.strip() == "nmtkit-x: interrupted" and cleaned == [True]
+
+
+@pytest.mark.slow
+def test_sample_sigterm_exits_130_and_leaves_no_temporary_directory(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.main", "sample", "--out", str(tmp_path / "s"),
+                             "--train", "100000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not _hidden(tmp_path):
+        time.sleep(0.02)  # the temporary directory appears once writing begins
+    assert _hidden(tmp_path)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    assert list(tmp_path.iterdir()) == []

@@ -18,6 +18,7 @@ from nmtkit.utils.checks import at_least_message, one_of_message
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
+from nmtkit.utils.signals import sigterm_as_interrupt
 from nmtkit.utils.stdio import STDOUT_NAME, use_utf8_stdio
 
 __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
@@ -123,7 +124,8 @@ def _stdout_failed() -> bool:
 def handle_errors(prog: str) -> Callable:
     """Decorator turning errors into one line and a documented exit status, never a traceback.
 
-    :class:`NmtkitError`, any OSError and a failed allocation: ``prog: error: ...``, status 1; Ctrl-C: status 130;
+    :class:`NmtkitError`, any OSError and a failed allocation: ``prog: error: ...``, status 1; Ctrl-C and
+    SIGTERM (:func:`~nmtkit.utils.signals.sigterm_as_interrupt`, so cleanups run): status 130;
     a reader that closed our stdout: status 141, silently.  An OSError without a file name
     that stdout cannot be flushed after came from stdout and is reported as ``<stdout>: ...``.
     The standard streams are UTF-8 (:func:`~nmtkit.utils.stdio.use_utf8_stdio`).
@@ -135,7 +137,8 @@ def handle_errors(prog: str) -> Callable:
             _ignore_sigxfsz()
             use_utf8_stdio()
             try:
-                result = fn(*args, **kwargs)
+                with sigterm_as_interrupt():
+                    result = fn(*args, **kwargs)
                 sys.stdout.flush()  # a closed pipe or a full disk shows here, not in Python's shutdown
                 return result
             except NmtkitError as exc:

@@ -7,7 +7,6 @@ import click
 from rich.table import Table
 
 from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors, run_console_script
-from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-preprocess"
 
@@ -41,7 +40,6 @@ PROG = "nmtkit-preprocess"
 @click.option("--strict", is_flag=True, help="Fail on empty lines in training data instead of skipping them.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir that nmtkit-preprocess wrote (never another directory).")
 @handle_errors(PROG)
-@handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Tokenize, BPE-segment, build dictionaries and binarize parallel text."""
     from nmtkit.data.preprocess import PreprocessOptions, check_destdir, run_preprocess

@@ -10,7 +10,6 @@ from nmtkit.cli.common import (SEED, FiniteFloat, NmtkitCommand, OneLineUsageErr
 from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.train.optim import SCHEDULES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
-from nmtkit.utils.signals import handles_sigterm
 
 PROG = "nmtkit-train"
 
@@ -115,7 +114,6 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--reset-dataloader", is_flag=True, help="Resume at the first batch of the current epoch (allows other batching, --seed or data).")
 @model_options()
 @handle_errors(PROG)
-@handles_sigterm
 def command(data: str, **kw) -> None:  # noqa: ANN003
     """Train a model on DATA (a directory written by nmtkit-preprocess)."""
     from nmtkit.train import distributed as distmod

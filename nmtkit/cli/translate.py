@@ -20,7 +20,6 @@ import click
 from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
                                run_console_script, search_options, set_threads)
 from nmtkit.errors import InputError
-from nmtkit.utils.signals import handles_sigterm
 from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, is_stdio, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
 
@@ -60,7 +59,6 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--strict", is_flag=True,
               help="Stop at the first line that is not valid UTF-8 (default: replace its bad bytes by U+FFFD and warn).")
 @handle_errors(PROG)
-@handles_sigterm
 def command(**kw) -> None:  # noqa: ANN003
     """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble."""
     import torch

@@ -1,4 +1,4 @@
-"""SIGTERM handled like SIGINT.
+"""SIGTERM handled like SIGINT (in every command: :func:`nmtkit.cli.common.handle_errors`).
 
 Why: ``kill``, ``timeout``, batch schedulers and ``docker stop`` send SIGTERM, whose default action
 ends Python at once: no ``finally``, so temporary outputs and the training lock stay behind.
@@ -8,10 +8,9 @@ status (130, see ``nmtkit.cli.common``), with one line and no traceback.
 from __future__ import annotations
 
 import contextlib
-import functools
 import signal
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
@@ -29,17 +28,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def handles_sigterm(fn: Callable) -> Callable:
-    """Decorator form of :func:`sigterm_as_interrupt` for a command function."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with sigterm_as_interrupt():
-            return fn(*args, **kwargs)
-
-    return wrapper
 
 
 def default_signals_in_worker() -> None:

@@ -359,6 +359,23 @@ def test_a_dictionary_emptied_by_options_is_an_error(tiny_parallel, tmp_path):
     assert res.exit_code == 1 and "the de dictionary would be empty" in one_line(res.output)
 
 
+def test_dictionary_options_a_given_dictionary_would_ignore_are_refused(tiny_parallel, tmp_path):
+    base = ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train")]
+    assert CliRunner().invoke(preprocess, [*base, "--destdir", str(tmp_path / "d")]).exit_code == 0
+    en, de = str(tmp_path / "d" / "dict.en.txt"), str(tmp_path / "d" / "dict.de.txt")
+    cases = [(["--joined-dictionary", "--srcdict", en, "--tgtdict", de], "--srcdict and --tgtdict differ"),
+             (["--srcdict", en, "--nwordssrc", "5"], "--nwordssrc/--thresholdsrc shape a dictionary built here"),
+             (["--tgtdict", de, "--thresholdtgt", "2"], "--nwordstgt/--thresholdtgt shape a dictionary built here"),
+             (["--joined-dictionary", "--srcdict", en, "--nwordstgt", "5"], "(--joined-dictionary with --srcdict)")]
+    for extra, message in cases:  # the German side was binarized with the English dictionary, 76 % <unk>
+        res = CliRunner().invoke(preprocess, [*base, *extra, "--destdir", str(tmp_path / "bin")])
+        assert res.exit_code == 1 and message in one_line(res.output), (extra, res.output)
+        assert not (tmp_path / "bin").exists()
+    same = CliRunner().invoke(preprocess, [*base, "--joined-dictionary", "--srcdict", en, "--tgtdict", en,
+                                           "--destdir", str(tmp_path / "bin")])
+    assert same.exit_code == 0, same.output
+
+
 def test_preprocess_drops_a_bom_from_corpora_and_dictionaries(tiny_parallel, tmp_path):
     for lang in ("en", "de"):
         p = tiny_parallel / f"train.{lang}"

@@ -152,11 +152,25 @@ def _check_options(opt: PreprocessOptions) -> list[str]:
         read_bpe_codes(opt.bpe_codes)  # bad UTF-8 or a line that is not a merge: now, naming the user's file
     if opt.bpe != "none" and not opt.trainpref and not opt.bpe_codes:
         raise NmtkitError("--bpe needs --trainpref to learn codes on (or --bpe-codes)")
+    _check_dictionary_options(opt)
     align_prefs = check_destdir(opt)
-    for given in (opt.srcdict, opt.tgtdict):
-        if given:
-            _load_dictionary(given)  # a bad or empty dictionary fails now, not after tokenizing
+    loaded = [_load_dictionary(given) for given in (opt.srcdict, opt.tgtdict) if given]  # bad or empty: now
+    if opt.joined_dictionary and len(loaded) == 2 and loaded[0] != loaded[1]:
+        raise NmtkitError("--joined-dictionary uses one dictionary for both languages, but --srcdict and --tgtdict "
+                          "differ: give one of them")
     return align_prefs
+
+
+def _check_dictionary_options(opt: PreprocessOptions) -> None:
+    """A dictionary read from a file is used as it is: the options that shape a built one would
+    be ignored without a word (and with --joined-dictionary, a side's own file would be)."""
+    sides = [("src", opt.srcdict, opt.nwordssrc, opt.thresholdsrc), ("tgt", opt.tgtdict, opt.nwordstgt, opt.thresholdtgt)]
+    given = opt.srcdict or opt.tgtdict
+    for side, path, nwords, threshold in sides:
+        if (path or (opt.joined_dictionary and given)) and (nwords != -1 or threshold != 0):
+            used = f"--{side}dict" if path else f"--joined-dictionary with --{'tgt' if side == 'src' else 'src'}dict"
+            raise NmtkitError(f"--nwords{side}/--threshold{side} shape a dictionary built here, not the one read "
+                              f"from a file ({used}); leave them out")
 
 
 RawSplit = tuple[list[str], list[str], list[tuple[str, int]], list[tuple[str, int]]]

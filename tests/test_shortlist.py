@@ -2,6 +2,8 @@
 (top K by count, words through the target BPE, lowercasing), and one-line errors naming file:line."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -137,6 +139,13 @@ def test_bad_table_line_is_an_error_naming_file_and_line(tmp_path, content, line
     with pytest.raises(InputError) as err:
         Shortlist.load(table, TextPipeline("de"), _tgt_dict("b d f"), k=5)
     assert str(err.value).startswith(f"{table}:{line}: expected 'source target' or 'source target score'")
+
+
+@pytest.mark.parametrize("score", ["nan", "inf", "-inf"])
+def test_a_score_that_is_not_finite_is_an_error_naming_file_and_line(tmp_path, score):
+    table = write(tmp_path / "lex.txt", f"a b 3\nc d {score}\n")
+    with pytest.raises(InputError, match=rf"^{re.escape(str(table))}:2: the score must be a finite number"):
+        Shortlist.load(table, TextPipeline("de"), _tgt_dict("b d f"), k=5)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ together rather than in the commands that use them.
 """
 from __future__ import annotations
 
+import math
 import os
 from collections import Counter, defaultdict
 from typing import Iterable, Iterator, Optional, Sequence
@@ -75,6 +76,9 @@ def iter_lexicon_entries(path: str | os.PathLike) -> Iterator[tuple[int, str, st
                 score = float(fields[2])
             except ValueError:
                 fields = []
+            else:
+                if not math.isfinite(score):  # nan would rank arbitrarily
+                    raise InputError(str(path), lineno, f"the score must be a finite number, got {fields[2]!r}")
         if len(fields) not in (2, 3):
             raise InputError(str(path), lineno, f"expected 'source target' or 'source target score', got {line!r}")
         yield lineno, fields[0], fields[1], score

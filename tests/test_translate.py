@@ -76,7 +76,7 @@ def test_long_line_is_truncated_with_warning_not_dropped(random_ckpt):
     res = run(["--path", str(random_ckpt), "--max-source-len", "10", "--max-len-b", "3", "--max-len-a", "0"], f"the\n{long}\nthe dog\n")
     assert res.exit_code == 0
     assert len(res.stdout.split("\n")) - 1 == 3
-    assert "line 2: 30 source tokens, truncated to 10" in res.stderr
+    assert "nmtkit-translate: warning: <stdin>:2: 30 source tokens, truncated to 10" in res.stderr.splitlines()
 
 
 def test_invalid_utf8_with_strict_is_an_error_after_earlier_lines(random_ckpt, tmp_path):

@@ -95,7 +95,12 @@ def command(**kw) -> None:  # noqa: ANN003
         click.echo(f"{PROG}: warning: {exc}", err=True)
 
     def flush(buf: list[tuple[int, str]]) -> None:
-        writer.write(translator.translate_indexed(buf))
+        done = translator.translate_indexed(buf)
+        for r in done:  # as each buffer is written, in the form of the other input warnings
+            if r.truncated_from is not None:
+                click.echo(f"{PROG}: warning: {in_name}:{r.index + 1}: {r.truncated_from} source tokens, truncated to "
+                           f"{translator.max_source_len}", err=True)
+        writer.write(done)
         progress.advance(task, len(buf))
 
     try:
@@ -117,8 +122,6 @@ def command(**kw) -> None:  # noqa: ANN003
                     buf = []
             if buf:
                 flush(buf)
-            for w in translator.warnings:
-                console.print(f"[yellow]warning:[/yellow] {w}")
             if error is not None:  # stdout has every earlier line; --output and --alignment-file stay as they were
                 raise error
     finally:

@@ -84,6 +84,8 @@ def test_read_gold_file(tmp_path: Path) -> None:
     ("0-0 1-x", "malformed alignment link '1-x'"),
     ("0-0 12", "malformed alignment link '12'"),
     ("0-0 1:2", "malformed"),
+    ("0-0 \u0661-\u0662", "malformed alignment link '\u0661-\u0662'"),  # Arabic-Indic digits, which int() reads
+    ("0-0 \uff11-\uff12", "malformed"),  # fullwidth digits
     ("0--1", "negative index"),
     ("-1-0", "negative index"),
 ])

@@ -21,7 +21,7 @@ from nmtkit.utils.textio import iter_lines
 
 Link = tuple[int, int]
 
-_TOKEN = re.compile(r"^(-?\d+)([-?])(-?\d+)$")
+_TOKEN = re.compile(r"^(-?[0-9]+)([-?])(-?[0-9]+)$", re.ASCII)  # ASCII digits: int() also reads "١-٢" as 1-2
 
 
 @dataclass

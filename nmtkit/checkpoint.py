@@ -13,7 +13,7 @@ import io
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 import torch
 
@@ -93,10 +93,33 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     if ckpt.get("version") != CHECKPOINT_VERSION:
         raise NmtkitError(f"{p}: checkpoint format version {ckpt.get('version')}, this nmtkit reads {CHECKPOINT_VERSION}")
     validate(ckpt, CHECKPOINT_SCHEMA, str(p))
+    check_stored_checksums(p, ckpt["model"].values())
     for side in ("src_pipeline", "tgt_pipeline"):
         if ckpt[side].get("bpe_codes_text") is not None:
             check_bpe_codes(ckpt[side]["bpe_codes_text"], f"{p} ({side}.bpe_codes_text)")
     return ckpt
+
+
+def check_stored_checksums(path: Path, tensors: Iterable[torch.Tensor]) -> None:
+    """The bytes of each tensor must match the CRC-32 its archive entry stored.
+
+    Why: ``torch.load`` never checks them, so a checkpoint with flipped bits in its weights (a bad
+    disk or copy) was translated without a word.  Only the model's tensors are checked, as they
+    are read anyway: 0.03 s for 46 MB; the optimizer state an inference command ignores is not."""
+    import zipfile
+    import zlib
+
+    with zipfile.ZipFile(path) as archive:
+        stored = {(info.file_size, info.CRC) for info in archive.infolist()}
+    seen: set[int] = set()
+    for tensor in tensors:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() in seen:  # tied weights share one entry
+            continue
+        seen.add(storage.data_ptr())
+        data = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+        if (storage.nbytes(), zlib.crc32(data)) not in stored:
+            raise NmtkitError(f"{path}: corrupt checkpoint (a weight's bytes do not match the checksum stored with them)")
 
 
 def model_payload(model: torch.nn.Module, arch: str, src_pipe: TextPipeline, tgt_pipe: TextPipeline) -> dict[str, Any]:

@@ -122,6 +122,24 @@ def test_missing_corrupt_and_mismatched_checkpoints(random_ckpt, tmp_path):
     assert len(res.stderr.strip().splitlines()) == 1
 
 
+def test_a_checkpoint_with_flipped_bits_in_a_weight_is_refused(random_ckpt, tmp_path):
+    import struct
+    import zipfile
+
+    raw = bytearray(random_ckpt.read_bytes())
+    with zipfile.ZipFile(random_ckpt) as archive:
+        entry = max((i for i in archive.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    name_len, extra_len = struct.unpack("<HH", raw[entry.header_offset + 26 : entry.header_offset + 30])
+    start = entry.header_offset + 30 + name_len + extra_len
+    for k in range(start, start + min(64, entry.file_size)):
+        raw[k] ^= 0x10  # small changes of value: still finite numbers, so only the checksum can tell
+    bad = tmp_path / "flipped.pt"
+    bad.write_bytes(bytes(raw))
+    res = run(["--path", str(bad)], "the cat\n")
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr.strip() == f"nmtkit-translate: error: {bad}: corrupt checkpoint (a weight's bytes do not match the checksum stored with them)"
+
+
 def test_console_script_streams_stdin(random_ckpt):
     proc = subprocess.run([sys.executable, "-m", "nmtkit.cli.translate", "--path", str(random_ckpt), "--threads", "1"],
                           input=b"the cat\n\nthe dog .\n", capture_output=True, timeout=120)

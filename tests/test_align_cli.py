@@ -8,6 +8,7 @@ the weights).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -399,12 +400,65 @@ def test_missing_and_corrupt_checkpoints(corpus, tmp_path):
     one_line_error(run(["--path", fwd(corpus), "--reverse-path", corrupt, *text_args(corpus)]), str(corrupt))
 
 
+# outputs: every destination is checked before the model loads, and a failed run replaces no file
+# ---------------------------------------------------------------------------------------------
+def refuse_loading(monkeypatch) -> None:  # noqa: ANN001
+    """Make loading a checkpoint fail the test: an output error must come before it."""
+    import nmtkit.generate.aligner as library
+
+    def loaded(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was loaded before the outputs were checked")
+
+    monkeypatch.setattr(library.Aligner, "from_checkpoint", loaded)
+
+
+def test_a_plot_dir_that_is_a_file_fails_before_anything_is_written(corpus, tmp_path, monkeypatch):
+    blocker, out = write(tmp_path / "afile", "hi\n"), write(tmp_path / "o.align", "OLD\n")
+    for extra in (["-o", out], []):
+        res = run(["--path", fwd(corpus), *text_args(corpus), *extra, "--plot", blocker])
+        assert out.read_text(encoding="utf-8") == "OLD\n"
+        assert res.stdout == "" and "Traceback" not in res.output  # no alignments printed either
+        one_line_error(res, f"{blocker}: --plot needs a directory, and this is a file")
+    (tmp_path / "plots" / "align-1.png").mkdir(parents=True)  # a heatmap's own path is checked too
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "-o", out, "--plot", tmp_path / "plots"]),
+                   f"{tmp_path / 'plots' / 'align-1.png'}: is a directory, where --plot writes a file")
+    assert out.read_text(encoding="utf-8") == "OLD\n"
+    refuse_loading(monkeypatch)
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "--plot", blocker]), str(blocker))
+
+
+def test_build_dict_where_no_directory_can_be_fails_before_the_model_loads(corpus, tmp_path, monkeypatch):
+    blocker, out = write(tmp_path / "afile", "hi\n"), write(tmp_path / "o.align", "OLD\n")
+    for dest in (blocker / "x.dict", blocker / "sub" / "x.dict"):
+        res = run(["--path", fwd(corpus), *text_args(corpus), "-o", out, "--build-dict", dest])
+        assert out.read_text(encoding="utf-8") == "OLD\n"
+        one_line_error(res, f"{dest}: {blocker} is a file, not a directory")
+    refuse_loading(monkeypatch)
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "-o", out, "--build-dict", blocker / "x.dict"]),
+                   f"{blocker} is a file, not a directory")
+    one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "-o", tmp_path]),
+                   f"{tmp_path}: is a directory, where --output writes a file")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_failed_dictionary_write_replaces_no_output(corpus, tmp_path):
+    out = write(tmp_path / "o.align", "OLD\n")
+    res = run(["--path", fwd(corpus), *text_args(corpus), "-o", out, "--build-dict", "/dev/full"])
+    assert out.read_text(encoding="utf-8") == "OLD\n"
+    one_line_error(res, "/dev/full: No space left on device")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.align"]  # no temporary file left
+    res = run(["--path", fwd(corpus), *text_args(corpus), "--build-dict", "/dev/full"])
+    assert res.stdout == ""  # stdout, which cannot be taken back, is written last
+    one_line_error(res, "/dev/full: No space left on device")
+
+
 @pytest.mark.parametrize("args, message", [
     (["--symmetrize", "union"], "--symmetrize needs --reverse-path"),
     (["--json"], "--json prints alignment scores and needs --gold or --sure"),
     (["--plot-ids", "1"], "--plot-ids and --html need --plot DIR"),
     (["--possible", "x"], "--possible needs --sure"),
     (["--data", "somewhere"], "give either --data DIR (with --split) or --source/--target, not both"),
+    (["--build-dict", "-"], "--build-dict -: the links are written to standard output; give the dictionary a file name"),
 ])
 def test_option_combinations_refused(corpus, args, message):
     one_line_error(run(["--path", fwd(corpus), *text_args(corpus), *args]), message)

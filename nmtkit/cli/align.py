@@ -23,24 +23,29 @@ target word, ``α_ij · p(y_i | context h_j)`` normalised over ``j``, instead of
 Hansards gold set it roughly halved the AER of plain models (bench/RESULTS.md, "AER: Canadian Hansards").
 
 Output streams: links on stdout (or ``--output``); tables and progress on stderr; with
-``--json`` stdout carries only the scores.
+``--json`` stdout carries only the scores.  Every output path is checked before the model loads,
+and the files (``--output``, ``--build-dict``) are replaced only once every output has been
+written: a failed run leaves them as they were (stdout, written last, cannot be taken back).
 """
 from __future__ import annotations
 
 import json
+import os
+import sys
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import click
 from rich.table import Table
 
 from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
                                run_console_script, set_threads)
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import NmtkitError, OutputError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
-from nmtkit.utils.stdio import is_stdio
+from nmtkit.utils.stdio import STDIO, STDOUT_NAME, direct_target, display_name, is_stdio, stream_closed
 
 PROG = "nmtkit-align"
 
@@ -48,6 +53,9 @@ PROG = "nmtkit-align"
 DEFAULT_ALIGN_SHIFT = 0
 SYMMETRIZATIONS = ALL_METHODS
 DEFAULT_PLOTS = 5
+
+#: An output of the run: (option, path, text); ``-`` is stdout.
+Output = tuple[str, Any, str]
 
 
 def parse_plot_ids(text: Optional[str], n_pairs: int) -> list[int]:
@@ -85,7 +93,48 @@ def _check_options(o: dict[str, Any]) -> None:
         raise NmtkitError("--json prints the scores on standard output: give --output a file for the links")
     if (o["plot_ids"] is not None or o["html"]) and o["plot"] is None:
         raise NmtkitError("--plot-ids and --html need --plot DIR")
-    refuse_outputs_over_inputs([("--output", o["output"]), ("--build-dict", o["build_dict"])], _inputs(o))
+
+
+def _check_destinations(o: dict[str, Any]) -> None:
+    """Every output, checked before the model loads: a run of hours must not end in an error that
+    the paths alone could tell (a --plot that is a file, a parent that is a file, an input)."""
+    links_on_stdout = not o["as_json"] and (o["output"] is None or is_stdio(o["output"]))
+    if is_stdio(o["build_dict"]) and (links_on_stdout or o["as_json"]):  # the two would be mixed
+        what = "links" if links_on_stdout else "scores"
+        raise NmtkitError(f"--build-dict -: the {what} are written to standard output; give the dictionary a file name")
+    if (links_on_stdout or o["as_json"] or is_stdio(o["build_dict"])) and stream_closed(sys.stdout):
+        hint = " (give --output FILE)" if links_on_stdout else ""
+        raise OutputError(STDOUT_NAME, f"standard output is closed{hint}")
+    files = [(opt, o[key]) for opt, key in (("--output", "output"), ("--build-dict", "build_dict"))
+             if o[key] is not None and not is_stdio(o[key])]
+    if o["plot"] is not None:  # the heatmaps --plot-ids asks for, or the first DEFAULT_PLOTS (range checked later)
+        files += _plot_files(o, parse_plot_ids(o["plot_ids"], sys.maxsize))
+    refuse_outputs_over_inputs(files, _inputs(o))
+    if o["plot"] is not None:
+        _check_destination("--plot", o["plot"], directory=True)
+    for opt, path in files:
+        _check_destination(opt, path)
+
+
+def _check_destination(option: str, path: Any, directory: bool = False) -> None:
+    """Refuse an output path that cannot be written, creating nothing: a directory where the file
+    goes (or a file where the directory goes), a parent that is a file, no permission to create it.
+    Missing directories are fine (:func:`~nmtkit.utils.textio.atomic_write` creates them); devices,
+    FIFOs and stdout are opened in place when written."""
+    if direct_target(path) is not None:
+        return
+    target = Path(path)
+    if target.exists() and target.is_dir() != directory:
+        raise OutputError(target, f"{option} needs a directory, and this is a file" if directory
+                          else f"is a directory, where {option} writes a file")
+    start = target if directory else target.parent
+    existing = next((p for p in (start, *start.parents) if p.exists()), None)
+    if existing is None:  # not even the current directory exists: let the writer say why
+        return
+    if not existing.is_dir():
+        raise OutputError(target, f"{existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(target, "Permission denied")
 
 
 def _inputs(o: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -96,7 +145,7 @@ def _inputs(o: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _plot_files(o: dict[str, Any], ids: list[int]) -> list[tuple[str, Any]]:
-    """The files --plot DIR will hold (checked against the inputs before decoding)."""
+    """The files --plot DIR will hold (checked, like every output, before the model loads)."""
     out = Path(o["plot"])
     return [("--plot", out / f"align-{k}.png") for k in ids] + ([("--plot", out / "index.html")] if o["html"] else [])
 
@@ -109,6 +158,15 @@ def _print_scores(rows: list[tuple[str, Any]]) -> None:
         table.add_row(name, str(r.n_sentences), str(r.n_hyp), f"{100 * r.precision:.2f}",
                       f"{100 * r.recall:.2f}", f"{100 * r.aer:.2f}")
     console.print(table)
+
+
+def _scores_json(o: dict[str, Any], scores: list[tuple[str, Any]], method: Optional[str]) -> str:
+    final = scores[-1][1]
+    return json.dumps({
+        "precision": final.precision, "recall": final.recall, "aer": final.aer,
+        "align_shift": o["align_shift"], "posterior": o["posterior"], "symmetrize": method,
+        "directions": {name: asdict(r) for name, r in scores},
+    }, indent=2) + "\n"
 
 
 def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) -> None:  # noqa: ANN001
@@ -129,14 +187,54 @@ def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) ->
     console.print(f"wrote {len(entries)} heatmap(s) to {out}" + (f" and {out / 'index.html'}" if o["html"] else ""))
 
 
+def _write_order(path: Any) -> int:
+    """0: a regular file, replaced only when the run is over; 1: a device or FIFO, written in place;
+    2: stdout, which no one can take back, so written last."""
+    how = direct_target(path)
+    return 0 if how is None else 2 if how == 1 else 1
+
+
+def _write_text(stack: ExitStack, path: Any, text: str) -> None:
+    """Write ``text`` to ``path`` through an atomic_write held in ``stack`` (committed when it closes).
+
+    Flushed here, so that a full disk shows now, before any other output is committed; a failed
+    write names its own output (the stack's other writers cannot tell whose bare OSError it is)."""
+    from nmtkit.utils.textio import atomic_write, output_error
+
+    fh = stack.enter_context(atomic_write(path))
+    try:
+        fh.write(text)
+        fh.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise output_error(exc, display_name(path)) from exc
+
+
+def _write_outputs(outputs: list[Output], plots: Callable[[], None]) -> None:
+    """Write every output, committing the files only once all of them have been written.
+
+    Why: a failed --build-dict (a full disk) must not leave --output already replaced.  Regular
+    files are written to atomic_write's temporary files first; then the heatmaps, devices and
+    stdout, in that order; the files are renamed into place when the stack closes without error.
+    """
+    ordered = sorted(outputs, key=lambda out: _write_order(out[1]))
+    with ExitStack() as stack:
+        for _, path, text in (out for out in ordered if _write_order(out[1]) == 0):
+            _write_text(stack, path, text)
+        plots()
+        for _, path, text in (out for out in ordered if _write_order(out[1]) > 0):
+            _write_text(stack, path, text)
+
+
 def run_align(o: dict[str, Any]) -> None:
     """Everything the command does, given its options as a dictionary: the library aligns
     (:class:`nmtkit.generate.aligner.Aligner`), this writes and prints."""
-    from nmtkit.generate.aligner import Aligner, read_gold_links, score_alignments
-    from nmtkit.evaluate.alignment_io import format_pharaoh
-    from nmtkit.utils.textio import atomic_write, read_lines
+    from nmtkit.generate.aligner import Aligner, read_gold_links
+    from nmtkit.utils.textio import read_lines
 
     _check_options(o)
+    _check_destinations(o)  # before the (slow) checkpoint loading and decoding
     set_threads(o["threads"])
     aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                       align_shift=o["align_shift"], batch_size=o["batch_size"],
@@ -156,41 +254,45 @@ def run_align(o: dict[str, Any]) -> None:
     golds = read_gold_links([(p.src.words, p.tgt.words) for p in prepared[0]], gold=o["gold"], sure=o["sure"],
                             possible=o["possible"])
     plot_ids = parse_plot_ids(o["plot_ids"], len(prepared[0])) if o["plot"] is not None else []
-    if o["plot"] is not None:
-        refuse_outputs_over_inputs(_plot_files(o, plot_ids), _inputs(o))
 
     run = aligner.align_corpus(src_lines, tgt_lines, keep_attention=plot_ids, show_progress=True, prepared=prepared,
                                src_name=src_name, tgt_name=tgt_name, token_links=o["build_dict"] is not None)
-    links, method = run.links, run.method
 
-    lines = [format_pharaoh(sent) for sent in links]
-    if o["output"] is not None:
-        with atomic_write(o["output"]) as fh:
-            fh.write("".join(line + "\n" for line in lines))
-    elif not o["as_json"]:
-        click.echo("".join(line + "\n" for line in lines), nl=False)
+    outputs = _collect_outputs(o, aligner, run, golds)  # everything is computed before anything is written
 
-    if o["plot"] is not None:
-        _write_plots(o, plot_ids, run.prepared, run.forward, golds)
+    def plots() -> None:
+        if o["plot"] is not None:
+            _write_plots(o, plot_ids, run.prepared, run.forward, golds)
+
+    _write_outputs(outputs, plots)
+    for option, path, text in outputs:
+        if option == "--build-dict":  # one entry a line
+            n_entries = text.count("\n")
+            console.print(f"wrote {n_entries} dictionary entries to {path}")
+
+
+def _collect_outputs(o: dict[str, Any], aligner, run, golds) -> list[Output]:  # noqa: ANN001
+    """The links, dictionary and JSON scores as text (the scores table goes to stderr now): all
+    of it exists before the first output is written, so nothing can fail halfway through writing."""
+    from nmtkit.evaluate.alignment_io import format_pharaoh
+    from nmtkit.generate.aligner import score_alignments
+
+    outputs: list[Output] = []
+    if o["output"] is not None or not o["as_json"]:  # with --json the links go to --output only
+        outputs.append(("--output", o["output"] or STDIO, "".join(format_pharaoh(sent) + "\n" for sent in run.links)))
     if o["build_dict"] is not None:
         entries = aligner.build_lexicon(run, min_count=o["dict_min_count"], top_k=o["dict_top_k"])
         fallback = run.extra.get("token_links_forward_only", 0)
         if fallback:
             console.print(f"warning: the two models tokenize {fallback} of {len(run.prepared)} pairs differently; "
                           "their dictionary counts use the forward model's links only", style="yellow")
-        with atomic_write(o["build_dict"]) as fh:
-            fh.write("".join(line + "\n" for line in entries))
-        console.print(f"wrote {len(entries)} dictionary entries to {o['build_dict']}")
+        outputs.append(("--build-dict", o["build_dict"], "".join(line + "\n" for line in entries)))
     if golds is not None:
         scores = score_alignments(run.directions, golds)
         _print_scores(scores)
         if o["as_json"]:
-            final = scores[-1][1]
-            click.echo(json.dumps({
-                "precision": final.precision, "recall": final.recall, "aer": final.aer,
-                "align_shift": o["align_shift"], "posterior": o["posterior"], "symmetrize": method,
-                "directions": {name: asdict(r) for name, r in scores},
-            }, indent=2))
+            outputs.append(("--json", STDIO, _scores_json(o, scores, run.method)))
+    return outputs
 
 
 @click.command("align", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})

@@ -298,7 +298,8 @@ def batching_options(*, default_batch_size: Optional[int], max_tokens: bool = Tr
                          type=click.IntRange(min=1), help="Sentences per batch.")]
     if max_tokens:
         opts.append(click.option("--max-tokens", type=click.IntRange(min=1), show_default=max_tokens_default or False,
-                                 help="At most this many padded tokens per batch (sentences x longest sentence)."))
+                                 help="At most this many padded tokens per batch (sentences x longest sentence); a longer "
+                                      "sentence is a batch by itself, never dropped."))
     return _stack(*opts)
 
 

@@ -177,3 +177,39 @@ def test_bad_codes_in_a_data_directory_stop_training_before_it_starts(data_dir, 
                                      "--max-update", "1", "--no-progress"])
     assert res.exit_code == 1, res.output
     assert one_line(res.output).startswith(f"nmtkit-train: error: {data_dir / 'bpe.codes'}:3: invalid UTF-8")
+
+
+# -- values beyond what the arithmetic holds ------------------------------------------------------
+@pytest.mark.parametrize("flag, value, message", [
+    ("--beam", "99999999999999999999999", "--beam must be <= 100000"),
+    ("--max-len-a", "1e18", "--max-len-a must be <= 1000"),
+    ("--max-len-b", "9223372036854775807", "--max-len-b must be <= 1000000"),
+    ("--lenpen", "1000", "--lenpen must be <= 10"),
+    ("--lenpen", "-1000", "--lenpen must be >= -10"),
+    ("--unkpen", "-1e308", "--unkpen must be >= -1000"),
+])
+def test_search_options_that_overflowed_are_one_line(random_ckpt, flag, value, message):
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--threads", "1", flag, value], input="the cat\n")
+    assert res.exit_code == 1 and message in one_line(res.output)
+    from nmtkit.generate.search_options import SearchOptions
+
+    name = flag[2:].replace("-", "_")
+    with pytest.raises(NmtkitError, match=message):  # the library says the same
+        SearchOptions(**{name: type(getattr(SearchOptions(), name))(float(value))})
+
+
+def test_model_sizes_that_overflowed_torch_are_one_line(data_dir, tmp_path):
+    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--embed-dim", "99999999999999999999999"])
+    assert res.exit_code == 1
+    assert "embed_dim must be <= 2147483647" in one_line(res.output)
+    assert not (tmp_path / "ck").exists()
+
+
+@pytest.mark.parametrize("cmd, args", [
+    ("score", ["--sys", "a", "--sys", "b", "--ref", "r", "--paired-bootstrap", "--bootstrap-samples", "99999999999999999999999"]),
+    ("preprocess", ["-s", "en", "-t", "de", "--trainpref", "t", "--destdir", "d", "--bpe", "subword-nmt",
+                    "--bpe-merges", "99999999999999999999999"]),
+])
+def test_counts_beyond_their_bound_are_usage_errors(cmd, args):
+    res = CliRunner().invoke({"score": score, "preprocess": preprocess}[cmd], args)
+    assert res.exit_code == 2 and "<=10000000" in one_line(res.output).replace(" ", "")

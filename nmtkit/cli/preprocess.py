@@ -29,7 +29,7 @@ PROG = "nmtkit-preprocess"
 @click.option("--tokenizer", type=click.Choice(["moses", "none"]), default="none", show_default=True)
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenization.")
 @click.option("--bpe", type=click.Choice(["subword-nmt", "none"]), default="none", show_default=True)
-@click.option("--bpe-merges", default=10000, show_default=True, type=click.IntRange(min=1), help="Number of BPE merge operations.")
+@click.option("--bpe-merges", default=10000, show_default=True, type=click.IntRange(min=1, max=10_000_000), help="Number of BPE merge operations.")
 @click.option("--separate-bpe", is_flag=True, help="Learn one BPE model per language instead of a joint one.")
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these subword-nmt codes (e.g. the reverse direction's bpe.codes) instead of learning new ones.")
 @click.option("--alignfile", metavar="PREFIX[,PREFIX...]",

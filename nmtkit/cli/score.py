@@ -213,7 +213,7 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
 @click.option("--paired-bootstrap", is_flag=True,
               help="Paired bootstrap significance test of the second --sys against the first.")
 @click.option("--bootstrap-samples", default=DEFAULT_BOOTSTRAP_SAMPLES, show_default=True,
-              type=click.IntRange(min=1), help="Resamples for --paired-bootstrap.")
+              type=click.IntRange(min=1, max=10_000_000), help="Resamples for --paired-bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
 @click.option("--path", "checkpoints", default=None, metavar="CKPT[:CKPT...]",
               help="Model scoring: log-probability of the references under these checkpoints (ensemble).")

@@ -9,10 +9,14 @@ import math
 from dataclasses import dataclass
 
 from nmtkit.errors import NmtkitError
-from nmtkit.utils.checks import require_at_least, require_choice
+from nmtkit.utils.checks import require_at_least, require_at_most, require_choice
 
 #: Length penalty forms (see :mod:`nmtkit.generate.beam`).
 LENPEN_FORMS = ("fairseq", "gnmt")
+
+#: Upper bounds (absolute, for the penalties): far beyond any use, and inside what the search's
+#: arithmetic holds; larger values overflowed (a length ** lenpen, an int64 length, an inf score).
+LIMITS = {"--beam": 100_000, "--max-len-a": 1000.0, "--max-len-b": 1_000_000, "--lenpen": 10.0, "--unkpen": 1000.0}
 
 
 def check_search_options(o: "SearchOptions") -> None:
@@ -28,6 +32,11 @@ def check_search_options(o: "SearchOptions") -> None:
         if not math.isfinite(value):
             raise NmtkitError(f"{flag} must be a finite number, got {value}")
     require_at_least("--max-len-a", o.max_len_a, 0)
+    for flag, value in (("--beam", o.beam), ("--max-len-a", o.max_len_a), ("--max-len-b", o.max_len_b)):
+        require_at_most(flag, value, LIMITS[flag])
+    for flag, value in (("--lenpen", o.lenpen), ("--unkpen", o.unkpen)):
+        require_at_least(flag, value, -LIMITS[flag])
+        require_at_most(flag, value, LIMITS[flag])
     require_choice("--lenpen-form", o.lenpen_form, LENPEN_FORMS)
 
 

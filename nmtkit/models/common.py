@@ -15,7 +15,11 @@ from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
 from nmtkit.models.gemm import gru_cell, linear, lstm_cell
-from nmtkit.utils.checks import require, require_at_least, require_choice
+from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
+
+#: The largest integer a model option may take (sizes, layers, windows): an allocation that large
+#: fails as "out of memory", one line, where a larger one overflowed torch's shapes.
+MAX_MODEL_INT = 2**31 - 1
 
 
 def option(default: Any, help: str, *, choices: Optional[tuple[str, ...]] = None, flag: bool = True) -> Any:
@@ -61,6 +65,10 @@ class BaseConfig:
         require_at_least("embed_dim", self.embed_dim, 1)
         require_at_least("hidden_size", self.hidden_size, 1)
         require_at_least("layers", self.layers, 1)
+        for f in dataclasses.fields(self):  # larger sizes overflowed torch's int64 shapes (a traceback)
+            value = getattr(self, f.name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                require_at_most(f.name, value, MAX_MODEL_INT)
         require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout}")
         for name in ("dropout_embed", "dropout_hidden", "dropout_output"):
             value = getattr(self, name)

@@ -17,6 +17,12 @@ def at_least_message(name: str, value: object, low: float) -> str:
     return f"{name} must be >= {low}, got {value}"
 
 
+def at_most_message(name: str, value: object, high: float) -> str:
+    """``name must be <= high, got value``: the bounds that keep a value inside what torch and
+    Python's floats can hold (a larger one was an overflow traceback, not a message)."""
+    return f"{name} must be <= {high:g}, got {value}" if isinstance(high, float) else f"{name} must be <= {high}, got {value}"
+
+
 def one_of_message(name: str, value: object, choices: Iterable[str]) -> str:
     """``name must be one of a, b; got 'x'``."""
     return f"{name} must be one of {', '.join(choices)}; got {value!r}"
@@ -30,6 +36,10 @@ def require(ok: bool, message: str) -> None:
 
 def require_at_least(name: str, value: float, low: float) -> None:
     require(value >= low, at_least_message(name, value, low))
+
+
+def require_at_most(name: str, value: float, high: float) -> None:
+    require(value <= high, at_most_message(name, value, high))
 
 
 def require_choice(name: str, value: str, choices: Iterable[str]) -> None:

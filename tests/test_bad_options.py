@@ -117,11 +117,11 @@ def test_a_beam_too_large_to_allocate_names_beam_and_batch_size(random_ckpt, mon
         raise error
 
     monkeypatch.setattr(translator, "beam_search", fail)
-    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--beam", "100000000", "--device", "cpu"],
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--beam", "100000", "--device", "cpu"],
                              input="the cat\n")
     assert res.exit_code == 1, res.output
     line = one_line(res.output)
-    assert line.startswith("nmtkit-translate: error: out of memory in the search") and "--beam 100000000" in line
+    assert line.startswith("nmtkit-translate: error: out of memory in the search") and "--beam 100000" in line
     assert "--batch-size" in line, line
 
 

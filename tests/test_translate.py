@@ -140,6 +140,14 @@ def test_a_checkpoint_with_flipped_bits_in_a_weight_is_refused(random_ckpt, tmp_
     assert res.stderr.strip() == f"nmtkit-translate: error: {bad}: corrupt checkpoint (a weight's bytes do not match the checksum stored with them)"
 
 
+@pytest.mark.parametrize("output, alignments", [("-", "-"), (None, "-"), ("-", "/dev/stdout"), ("/dev/stdout", "-")])
+def test_alignments_and_translations_both_on_stdout_are_refused(random_ckpt, output, alignments):
+    args = ["--path", str(random_ckpt), "--alignment-file", alignments, *(["--output", output] if output else [])]
+    res = run(args, "the cat\nthe dog\n")
+    assert res.exit_code == 1 and res.stdout == ""
+    assert res.stderr.strip().startswith("nmtkit-translate: error: <stdout>: --alignment-file would interleave")
+
+
 def test_console_script_streams_stdin(random_ckpt):
     proc = subprocess.run([sys.executable, "-m", "nmtkit.cli.translate", "--path", str(random_ckpt), "--threads", "1"],
                           input=b"the cat\n\nthe dog .\n", capture_output=True, timeout=120)

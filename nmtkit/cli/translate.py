@@ -20,7 +20,7 @@ import click
 from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
                                run_console_script, search_options, set_threads)
 from nmtkit.errors import InputError
-from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, is_stdio, stream_closed
+from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is_stdio, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
 
 PROG = "nmtkit-translate"
@@ -145,6 +145,10 @@ def check_streams(kw: dict) -> None:
         raise InputError(STDIN_NAME, None, "standard input is closed (give --input FILE)")
     if (kw["output_path"] is None or is_stdio(kw["output_path"])) and stream_closed(sys.stdout):
         raise OutputError(STDOUT_NAME, "standard output is closed (give --output FILE)")
+    on_stdout = direct_target(kw["output_path"] or STDIO) == 1
+    if on_stdout and kw["alignment_file"] is not None and direct_target(kw["alignment_file"]) == 1:
+        raise OutputError(STDOUT_NAME, "--alignment-file would interleave alignments with the translations on standard "
+                                       "output (use --print-alignment to append them to each line)")
     unk_dict = kw["replace_unk"] if kw["replace_unk"] not in (None, COPY) else None
     refuse_outputs_over_inputs(
         outputs=[("--output", kw["output_path"]), ("--alignment-file", kw["alignment_file"])],

@@ -176,3 +176,38 @@ def test_atomic_write_refuses_a_directory_target(tmp_path):
 def test_read_errors_are_still_input_errors(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         read_lines(tmp_path / "nope.txt")
+
+
+class _FailingStream:
+    """One good line, then a read that fails as a hung-up terminal or /proc/self/mem does."""
+
+    def __init__(self) -> None:
+        self.lines = [b"good line\n"]
+
+    def __iter__(self):  # noqa: ANN204
+        return self
+
+    def __next__(self) -> bytes:
+        if self.lines:
+            return self.lines.pop()
+        raise OSError(5, "Input/output error")
+
+
+def test_a_failed_read_names_the_input_and_line():
+    from nmtkit.errors import InputError
+    from nmtkit.utils.textio import iter_binary_lines
+
+    got = []
+    with pytest.raises(InputError, match=r"^in\.txt:2: read error: Input/output error$"):
+        for item in iter_binary_lines(_FailingStream(), "in.txt"):
+            got.append(item)
+    assert got == [(1, "good line")]
+
+
+def test_a_failed_read_ends_streamed_input_with_an_error_after_the_lines_before():
+    from nmtkit.errors import InputError
+    from nmtkit.utils.streaming import iter_input_lines
+
+    items = list(iter_input_lines(_FailingStream(), "<stdin>"))
+    assert items[0] == (0, "good line") and len(items) == 2
+    assert isinstance(items[1][1], InputError) and str(items[1][1]) == "<stdin>:2: read error: Input/output error"

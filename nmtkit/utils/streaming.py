@@ -88,10 +88,18 @@ def iter_input_lines(stream: BinaryIO, name: str, *, strict: bool = False,
     later line is lost.  With ``strict`` the error is *yielded* as ``(k, InputError)`` and the
     input ends there, so the caller can first write out every earlier line.
     """
-    from nmtkit.utils.textio import decode_line
+    from nmtkit.utils.textio import decode_line, read_error
 
     k = 0
-    for raw in iter_raw_lines(stream, pause_s):
+    raws = iter_raw_lines(stream, pause_s)
+    while True:
+        try:
+            raw = next(raws)
+        except StopIteration:
+            return
+        except OSError as exc:  # a failed read (a terminal that hung up, EIO): the input's error, not stdout's
+            yield k, read_error(name, k + 1, exc)
+            return
         if raw is PAUSE:  # the input paused after line k - 1
             yield k, PAUSE
             continue

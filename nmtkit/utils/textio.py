@@ -60,6 +60,11 @@ def decode_line(raw: bytes, path: str, lineno: int, *, strict: bool = True,
     return text
 
 
+def read_error(path: str, lineno: int, exc: OSError) -> InputError:
+    """The one-line error of a read that failed at line ``lineno`` of ``path`` (EIO and the like)."""
+    return InputError(path, lineno, f"read error: {exc.strerror or exc}")
+
+
 def iter_binary_lines(stream: BinaryIO, path: str, *, strict: bool = True,
                       on_invalid: Optional[Callable[[InputError], None]] = None) -> Iterator[tuple[int, str]]:
     """Yield ``(lineno, text)`` for each ``\\n``-terminated line of a byte stream.
@@ -68,7 +73,14 @@ def iter_binary_lines(stream: BinaryIO, path: str, *, strict: bool = True,
     ``strict``/``on_invalid``: see :func:`decode_line`.
     """
     lineno = 0
-    for raw in stream:  # binary iteration splits on b"\n" only
+    lines = iter(stream)  # binary iteration splits on b"\n" only
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except OSError as exc:  # a failed read is this input's error, not the output's (handle_errors' guess)
+            raise read_error(path, lineno + 1, exc) from exc
         lineno += 1
         if raw.endswith(b"\n"):
             raw = raw[:-1]

@@ -130,3 +130,20 @@ def test_score_model_and_aligner_equal_the_command_lines(in_ckpt_dir):
 def test_import_nmtkit_does_not_import_torch():
     code = "import sys, nmtkit; assert 'torch' not in sys.modules; nmtkit.Translator; assert 'torch' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("lines, error", [
+    (["a cat", None], "found NoneType None"),
+    (["a cat", 3], "found int 3"),
+    ([b"a cat"], "found bytes"),
+    (["b", (0, "a")], "found tuple"),
+    ([(0, "a"), "b"], "not a mix"),
+])
+def test_translate_says_what_it_takes(tmp_path, lines, error):
+    from nmtkit import Translator
+
+    tr = Translator.from_checkpoint(str(make_checkpoint(tmp_path / "m.pt")), device="cpu")
+    with pytest.raises(TypeError, match=re.escape(error)):
+        tr.translate(lines)
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        tr.translate(["a cat"], batch_size=-1)

@@ -61,6 +61,19 @@ class Translation:
     truncated_from: Optional[int] = None  # source pieces before truncation, if truncated
 
 
+def _check_lines(items: list, batch_size: Optional[int], max_tokens: Optional[int]) -> None:
+    """What :meth:`Translator.translate` takes, said in one exception (a None among the lines was
+    an AttributeError from deep in the tokenizer, a mixed list a failed unpacking)."""
+    pairs = all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], int) and isinstance(x[1], str) for x in items)
+    if not pairs and not all(isinstance(x, str) for x in items):
+        bad = next(x for x in items if not isinstance(x, str))
+        raise TypeError("Translator.translate() takes a list of str lines or of (index, line) pairs, "
+                        f"not a mix, and found {type(bad).__name__} {bad!r:.40}")
+    for name, value in (("batch_size", batch_size), ("max_tokens", max_tokens)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+
+
 class _CaseFoldLexicon(dict):
     """A lexicon consulted with lowercased keys (for lowercasing pipelines)."""
 
@@ -221,6 +234,7 @@ class Translator:
         if isinstance(lines, (str, bytes)):
             raise TypeError("Translator.translate() takes a list of lines, not one string")
         items = list(lines)
+        _check_lines(items, batch_size, max_tokens)
         if items and isinstance(items[0], tuple):
             return self.translate_indexed(items, batch_size, max_tokens)
         records = self.translate_indexed(list(enumerate(items)), batch_size, max_tokens)

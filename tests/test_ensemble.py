@@ -86,3 +86,21 @@ def test_members_may_differ_in_architecture():
     (h,) = beam_search(ens, toks, lens, search_options(beam=2, max_len_b=4))[0]
     assert h.attention.shape == (len(h.tokens) + 1, 3)
     assert not lstm.training and not table.training  # an ensemble is for inference
+
+
+def test_checkpoint_paths_refuse_empty_names_and_take_a_file_with_a_colon(tmp_path):
+    import shutil
+
+    from nmtkit.errors import NmtkitError
+    from nmtkit.generate.bundle import checkpoint_paths
+
+    a = tmp_path / "a.pt"
+    a.write_bytes(b"x")
+    for text in (f"{a}::{a}", f"{a}:", f":{a}"):
+        with pytest.raises(NmtkitError, match="an empty checkpoint name between ':'s"):
+            checkpoint_paths(text)
+    assert checkpoint_paths(f"{a}:{a}") == [str(a), str(a)]
+    odd = tmp_path / "run:1"
+    odd.mkdir()
+    shutil.copy(a, odd / "c.pt")
+    assert checkpoint_paths(str(odd / "c.pt")) == [str(odd / "c.pt")]  # was read as "<tmp>/run" and "1/c.pt"

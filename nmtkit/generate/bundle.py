@@ -35,9 +35,15 @@ DEFAULT_BATCH_SIZE = 64
 
 def checkpoint_paths(paths: PathsLike) -> list[str]:
     """``"a.pt:b.pt"``, a path or a list of paths -> the checkpoint files, each of which must exist
-    (checked before any is loaded, so a typo in the second costs no loading of the first)."""
+    (checked before any is loaded, so a typo in the second costs no loading of the first).
+    A string that names an existing file is that one file, even with a ``:`` in its name; an
+    empty name between ``:``s (``a.pt::b.pt``, a trailing ``:``) is refused, not skipped."""
     if isinstance(paths, (str, os.PathLike)):
-        items = [p for p in os.fspath(paths).split(":") if p]
+        text = os.fspath(paths)
+        items = [text] if os.path.isfile(text) else text.split(":")
+        if len(items) > 1 and not all(items):
+            raise NmtkitError(f"--path {text!r}: an empty checkpoint name between ':'s")
+        items = [p for p in items if p]
     else:
         items = [os.fspath(p) for p in paths]
     if not items:

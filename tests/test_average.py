@@ -88,6 +88,18 @@ def test_last_n_picks_the_newest_epochs_numerically(tmp_path):
     assert not (tmp_path / "x.pt").exists()
 
 
+@pytest.mark.parametrize("name", ["checkpoint_last.pt", "checkpoint3.pt"])
+def test_the_trainers_own_names_are_refused_as_output(tmp_path, name):
+    d = _epoch_dir(tmp_path, [1, 2])
+    before = (d / name).read_bytes() if (d / name).exists() else None
+    res = run_average("--last", "2", "--save-dir", str(d), "-o", str(d / name))
+    assert res.exit_code == 1 and "is a name the trainer writes and reads" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert ((d / name).read_bytes() if (d / name).exists() else None) == before
+    res = run_average("--last", "2", "--save-dir", str(d), "-o", str(d / "checkpoint2.pt"))
+    assert res.exit_code == 1 and "(--last)" in res.output  # an input, named by the option that chose it
+
+
 def test_average_needs_inputs_or_last(tmp_path):
     res = run_average("-o", str(tmp_path / "x.pt"))
     assert res.exit_code == 1 and "nothing to average" in res.output

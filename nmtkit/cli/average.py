@@ -1,6 +1,9 @@
 """``nmtkit-average``: average the parameters of several checkpoints into one checkpoint."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import click
 
 from nmtkit.cli.common import NmtkitCommand, console, handle_errors, run_console_script
@@ -34,7 +37,12 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
         paths = [str(p) for p in last_epoch_checkpoints(save_dir, last)]
     if not paths:
         raise NmtkitError("nothing to average: give --inputs a.pt b.pt ... or --last N --save-dir DIR")
-    refuse_outputs_over_inputs([("--output", output)], [("--inputs", p) for p in paths])
+    refuse_outputs_over_inputs([("--output", output)], [("--last" if last is not None else "--inputs", p) for p in paths])
+    name = Path(output).name
+    if name == "checkpoint_last.pt" or re.fullmatch(r"checkpoint[0-9]+\.pt", name):
+        # the trainer resumes from checkpoint_last.pt and --last N reads checkpointN.pt back
+        raise NmtkitError(f"--output {output}: {name} is a name the trainer writes and reads; "
+                          "give the average another name (e.g. checkpoint_avg.pt)")
     payload = average_checkpoints(paths)
     save_checkpoint(output, payload)
     console.print(f"averaged {len(paths)} checkpoints ({', '.join(paths)}) -> {output}")

@@ -173,3 +173,13 @@ def test_bucket_edges_validated() -> None:
     for bad in ("10,5", "0,10", "a,b", ""):
         with pytest.raises(NmtkitError):
             parse_edges(bad)
+
+
+@pytest.mark.parametrize("labels", ["A\tx,B", "A\nx,B", "A,B\u2028"])
+def test_labels_with_tabs_or_line_breaks_are_refused(labels):
+    from nmtkit.errors import NmtkitError
+    from nmtkit.evaluate.scoring import resolve_labels
+
+    with pytest.raises(NmtkitError, match="holds a tab, line break or other control character"):
+        resolve_labels(["a.txt", "b.txt"], labels)
+    assert resolve_labels(["a.txt", "b.txt"], "A x,B") == ["A x", "B"]

@@ -81,6 +81,9 @@ def resolve_labels(sys_files: Sequence[str], labels: Union[str, Sequence[str], N
                           "(need one non-empty name per --sys)")
     if len(set(names)) != len(names):
         raise NmtkitError(f"--labels has a repeated name: {labels!r}")
+    bad = next((n for n in names if not n.isprintable()), None)
+    if bad is not None:  # a tab or line break would break the tab-separated lines of the tables
+        raise NmtkitError(f"--labels: {bad!r} holds a tab, line break or other control character")
     return names
 
 

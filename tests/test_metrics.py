@@ -175,7 +175,7 @@ def test_bucket_edges_validated() -> None:
             parse_edges(bad)
 
 
-@pytest.mark.parametrize("labels", ["A\tx,B", "A\nx,B", "A,B\u2028"])
+@pytest.mark.parametrize("labels", ["A\tx,B", "A\nx,B", "A,B\x07x", "A,B\u2028x"])
 def test_labels_with_tabs_or_line_breaks_are_refused(labels):
     from nmtkit.errors import NmtkitError
     from nmtkit.evaluate.scoring import resolve_labels

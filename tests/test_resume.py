@@ -353,3 +353,15 @@ def test_a_save_dir_with_checkpoints_but_no_last_one_is_refused_not_overwritten(
     assert "\n" not in line and "Traceback" not in line and "no checkpoint_last.pt" in line and "checkpoint_best.pt" in line
     assert {p.name: p.read_bytes() for p in save.glob("checkpoint*.pt")} == kept
     assert (save / "train_log.jsonl").read_text() == log and not (save / LOCK_NAME).exists()
+
+
+def test_a_line_edited_into_the_log_is_dropped_without_taking_a_good_record(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "2").exit_code == 0
+    log = save / "train_log.jsonl"
+    good = log.read_text().splitlines()
+    log.write_text("\n".join([*good[:2], "{garbage", *good[2:]]) + "\n")
+    res = run_train(data_dir, save, "--max-epoch", "3")
+    assert res.exit_code == 0, res.output
+    after = log.read_text().splitlines()
+    assert "{garbage" not in after and after[: len(good)] == good  # every record of the first run is kept

@@ -102,7 +102,14 @@ class RunLog:
             return 0
         parts = self.path.read_bytes().split(b"\n")
         complete, torn = parts[:-1], parts[-1]
-        keep = [line for i, line in enumerate(complete) if _kept(i, line, kept_records, update)]
+        keep, n_records = [], 0
+        for line in complete:  # positions count readable records only: a line edited in is not one
+            rec = _record(line)
+            if rec is None:
+                continue
+            if _kept(n_records, rec, kept_records, update):
+                keep.append(line)
+            n_records += 1
         dropped = len(complete) - len(keep) + (1 if torn.strip() else 0)
         if dropped:
             with atomic_write(self.path, "wb") as fh:
@@ -111,15 +118,18 @@ class RunLog:
         return dropped
 
 
-def _kept(index: int, line: bytes, kept_records: Optional[int], update: Optional[int]) -> bool:
-    """Whether line ``index`` of the log survives :meth:`RunLog.prune` (unreadable lines do not)."""
-    if kept_records is not None and index < kept_records:
-        return True
+def _record(line: bytes) -> Optional[dict]:
+    """A log line as its record, or None when it is not one (unreadable lines are dropped)."""
     try:
         rec = json.loads(line)
     except ValueError:
-        return False
-    if not isinstance(rec, dict):
-        return False
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def _kept(index: int, rec: dict, kept_records: Optional[int], update: Optional[int]) -> bool:
+    """Whether record ``index`` (counting readable records) survives :meth:`RunLog.prune`."""
+    if kept_records is not None and index < kept_records:
+        return True
     redone = kept_records is not None or (update is not None and (rec.get("update") or 0) > update)
     return rec.get("event") in LOG_HISTORY_EVENTS or not redone

@@ -98,6 +98,8 @@ def iter_input_lines(stream: BinaryIO, name: str, *, strict: bool = False,
         except StopIteration:
             return
         except OSError as exc:  # a failed read (a terminal that hung up, EIO): the input's error, not stdout's
+            if exc.filename is not None:  # it names its stream already (a closed stdin)
+                raise
             yield k, read_error(name, k + 1, exc)
             return
         if raw is PAUSE:  # the input paused after line k - 1

@@ -80,6 +80,8 @@ def iter_binary_lines(stream: BinaryIO, path: str, *, strict: bool = True,
         except StopIteration:
             return
         except OSError as exc:  # a failed read is this input's error, not the output's (handle_errors' guess)
+            if exc.filename is not None:  # it names its stream already (a closed stdin)
+                raise
             raise read_error(path, lineno + 1, exc) from exc
         lineno += 1
         if raw.endswith(b"\n"):

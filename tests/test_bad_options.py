@@ -152,6 +152,8 @@ def test_an_allocation_failure_anywhere_is_still_one_line():
     (b"#version: zero\nt h\n", ":1:", "not a subword-nmt version line"),
     (b"#version: 0.3\nt h\n", ":1:", "BPE codes version 0.3 is not supported"),
     (b"#version: 1.0\nt h\n", ":1:", "BPE codes version 1.0 is not supported"),
+    (b"#version: 0.2\n", ":", "holds no BPE merges"),
+    (b"", ":", "holds no BPE merges"),
     (b"t h\n\nc a\n", ":2:", "not a BPE merge"),
 ])
 def test_bad_bpe_codes_name_file_and_line(tiny_parallel, tmp_path, codes, where, message):

@@ -465,3 +465,26 @@ def test_search_defaults_are_the_librarys():
     ctx = translate.make_context("translate", ["--path", "x.pt"])
     for f in dataclasses.fields(SearchOptions):
         assert ctx.params[f.name] == f.default, f.name
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--testpref", "{raw}/valid,{raw}/valid"], "--testpref names '{raw}/valid' twice"),
+    (["--bpe", "subword-nmt", "--bpe-codes", "{codes}", "--bpe-merges", "50"], "--bpe-codes reads them as they are"),
+    (["--bpe", "subword-nmt", "--bpe-codes", "{codes}", "--separate-bpe"], "--bpe-codes reads them as they are"),
+])
+def test_preprocess_options_that_would_be_ignored_or_doubled_are_refused(tiny_parallel, tmp_path, extra, message):
+    codes = tmp_path / "c.codes"
+    codes.write_text("#version: 0.2\nt h\n", encoding="utf-8")
+    fill = {"raw": str(tiny_parallel), "codes": str(codes)}
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(tmp_path / "bin"), *[a.format(**fill) for a in extra]])
+    assert res.exit_code == 1 and message.format(**fill) in one_line(res.output), res.output
+    assert not (tmp_path / "bin").exists()
+
+
+def test_training_data_of_only_empty_lines_says_so(tmp_path):
+    for lang in ("en", "de"):
+        (tmp_path / f"train.{lang}").write_text("\n\n\n", encoding="utf-8")
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tmp_path / "train"),
+                                          "--destdir", str(tmp_path / "bin")])
+    assert res.exit_code == 1 and "every training line is empty" in one_line(res.output), res.output

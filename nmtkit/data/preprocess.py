@@ -146,6 +146,13 @@ def _check_options(opt: PreprocessOptions) -> list[str]:
         raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose subword-nmt or none)")
     if opt.bpe_codes and opt.bpe != "subword-nmt":
         raise NmtkitError("--bpe-codes needs --bpe subword-nmt")
+    if opt.bpe_codes and (opt.bpe_merges != PreprocessOptions.bpe_merges or not opt.joint_bpe):
+        raise NmtkitError("--bpe-merges and --separate-bpe shape codes learned here; --bpe-codes reads them as they are")
+    for option, prefixes in (("--trainpref", opt.trainpref), ("--validpref", opt.validpref), ("--testpref", opt.testpref)):
+        names = (prefixes or "").split(",")
+        repeated = next((p for k, p in enumerate(names) if p and p in names[:k]), None)
+        if repeated is not None:  # the same corpus twice: a doubled train set, or test and test1 alike
+            raise NmtkitError(f"{option} names {repeated!r} twice")
     if opt.bpe_codes and not Path(opt.bpe_codes).is_file():
         raise InputError(opt.bpe_codes, None, "no such BPE codes file")
     if opt.bpe_codes:
@@ -301,7 +308,9 @@ def _filter_train(split: SplitText, s_org: list, t_org: list, opt: PreprocessOpt
         keep_t.append(t)
         kept.append(k)
     if not keep_s:
-        raise NmtkitError("no training pairs left after filtering (check --max-len / --max-len-ratio)")
+        why = ("every training line is empty" if removed["empty"] == len(split.src_tokens)
+               else "check --max-len / --max-len-ratio")
+        raise NmtkitError(f"no training pairs left after filtering ({why})")
     split.src_tokens, split.tgt_tokens = keep_s, keep_t
     split.removed = dict(removed)
     split.kept = kept

@@ -100,7 +100,9 @@ def check_bpe_codes(text: str, name: str) -> None:
         if tuple(int(part) for part in version.split(".")) not in ((0, 1), (0, 2)):  # subword-nmt applies no other
             raise InputError(name, 1, f"BPE codes version {lines[0].split()[-1]} is not supported (subword-nmt applies 0.1 and 0.2)")
         lines, first = lines[1:], 2
-    for k, line in enumerate(lines or [""], start=first):
+    if not lines or lines == [""]:  # no merge at all: say so, not "line 2 is not a merge" of a 1-line file
+        raise InputError(name, None, "holds no BPE merges")
+    for k, line in enumerate(lines, start=first):
         if len(line.strip("\r\n ").split(" ")) != 2:
             raise InputError(name, k, f"not a BPE merge (two units separated by a space): {line[:60]!r}")
 

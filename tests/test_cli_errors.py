@@ -298,6 +298,15 @@ def test_valid_subset_none_trains_without_validation(data_dir, tmp_path):
     assert "no validation split" in res.output
 
 
+def test_validation_options_without_a_validation_split_are_a_warning(data_dir, tmp_path):
+    res = CliRunner().invoke(train, train_args(data_dir, tmp_path / "c", "--valid-subset", "none", "--max-epoch", "1",
+                                               "--patience", "2", "--lr-schedule", "plateau"))
+    assert res.exit_code == 0, res.output
+    assert "warning: --patience, --lr-schedule plateau need a validation split, and there is none" in res.output
+    quiet = CliRunner().invoke(train, train_args(data_dir, tmp_path / "d", "--max-epoch", "1", "--patience", "2"))
+    assert quiet.exit_code == 0 and "need a validation split" not in quiet.output
+
+
 def test_token_ids_beyond_the_dictionary_fail_when_the_data_is_opened(data_dir, tmp_path):
     import numpy as np
 

@@ -63,6 +63,14 @@ class Trainer:
         self.train_set = self.data.load_split(opt.train_subset)
         valid_split = self.data.validation_split(opt.valid_subset)  # an unknown name is an error
         self.valid_set: Optional[ParallelDataset] = self.data.load_split(valid_split) if valid_split else None
+        if self.valid_set is None and dist.is_main:
+            idle = [flag for flag, on in (("--patience", opt.patience > 0), ("--lr-schedule plateau", opt.lr_schedule == "plateau"),
+                                          ("--eval-bleu", opt.eval_bleu),
+                                          ("--validate-interval-updates", opt.validate_interval_updates > 0)) if on]
+            if idle:  # each follows the validation scores, so without them it does nothing
+                console.print(f"[yellow]warning:[/yellow] {', '.join(idle)} need a validation split, and there is none "
+                              f"({self.data.path} has no valid split, or --valid-subset none): "
+                              f"{'they do' if len(idle) > 1 else 'it does'} nothing in this run")
         if opt.max_tokens is None and opt.batch_size is None:
             raise NmtkitError("give --max-tokens or --batch-size")
         self.device = parse_device(opt.device)

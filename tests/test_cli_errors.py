@@ -307,6 +307,14 @@ def test_validation_options_without_a_validation_split_are_a_warning(data_dir, t
     assert quiet.exit_code == 0 and "need a validation split" not in quiet.output
 
 
+def test_a_directory_where_training_writes_a_file_fails_before_training(data_dir, tmp_path):
+    (tmp_path / "c" / "learning_curve.png").mkdir(parents=True)
+    res = CliRunner().invoke(train, train_args(data_dir, tmp_path / "c", "--max-epoch", "1"))
+    assert res.exit_code == 1
+    assert one_line(res.output).endswith("learning_curve.png is a directory, where training writes a file")
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["learning_curve.png"]
+
+
 def test_token_ids_beyond_the_dictionary_fail_when_the_data_is_opened(data_dir, tmp_path):
     import numpy as np
 

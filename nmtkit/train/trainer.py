@@ -59,6 +59,9 @@ class Trainer:
         self.console = console
         self.dist = dist
         self.save_dir = Path(opt.save_dir)
+        for name in ("checkpoint_last.pt", "checkpoint_best.pt", "train_log.jsonl", "learning_curve.png"):
+            if (self.save_dir / name).is_dir():  # found now, not when the first epoch ends
+                raise NmtkitError(f"{self.save_dir / name} is a directory, where training writes a file")
         self.data = DataDir(opt.data)
         self.train_set = self.data.load_split(opt.train_subset)
         valid_split = self.data.validation_split(opt.valid_subset)  # an unknown name is an error

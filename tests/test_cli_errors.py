@@ -315,6 +315,17 @@ def test_a_directory_where_training_writes_a_file_fails_before_training(data_dir
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["learning_curve.png"]
 
 
+def test_split_files_replaced_after_preprocessing_are_refused(data_dir, tmp_path):
+    import json
+
+    meta = json.loads((data_dir / "meta.json").read_text(encoding="utf-8"))
+    meta["splits"]["train"]["sentences"] += 1  # what copying a smaller split's files over train's gives
+    (data_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    res = CliRunner().invoke(train, train_args(data_dir, tmp_path / "c", "--max-epoch", "1"))
+    assert res.exit_code == 1
+    assert "split train has" in one_line(res.output) and "meta.json records" in one_line(res.output)
+
+
 def test_token_ids_beyond_the_dictionary_fail_when_the_data_is_opened(data_dir, tmp_path):
     import numpy as np
 

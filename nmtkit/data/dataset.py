@@ -187,6 +187,10 @@ class ParallelDataset:
         self.tgt = IndexedTokens(data.split_prefix(split, data.tgt_lang), vocab_size=len(data.tgt_dict))
         if len(self.src) != len(self.tgt):
             raise NmtkitError(f"{data.path}: split {split} has {len(self.src)} source and {len(self.tgt)} target sentences")
+        recorded = data.meta["splits"][split].get("sentences")
+        if isinstance(recorded, int) and recorded != len(self.src):  # another split's files copied over this one's
+            raise NmtkitError(f"{data.path}: split {split} has {len(self.src)} sentences, and meta.json records {recorded} "
+                              "(its files replaced after preprocessing?)")
         self.src_sizes = self.src.sizes + 1  # + </s>
         self.tgt_sizes = self.tgt.sizes + 1
         #: Piece links of each pair (``nmtkit-preprocess --alignfile``), or None.

@@ -71,6 +71,15 @@ def test_alignment_indexes_input_and_output_words(random_ckpt, tmp_path):
     assert res2.stdout.rstrip("\n") == hyp and (tmp_path / "a.txt").read_text().strip() == links
 
 
+def test_alignment_file_has_a_line_per_nbest_entry_matching_the_inline_ones(random_ckpt, tmp_path):
+    src = "the cat sees the dog .\nthe man sleeps .\n"
+    inline = run(["--path", str(random_ckpt), "--nbest", "3", "--beam", "3", "--print-alignment"], src)
+    wanted = [line.split(" ||| ")[3] for line in inline.stdout.splitlines()]
+    res = run(["--path", str(random_ckpt), "--nbest", "3", "--beam", "3", "--alignment-file", str(tmp_path / "a.txt")], src)
+    assert res.exit_code == 0 and len(res.stdout.splitlines()) == 6
+    assert (tmp_path / "a.txt").read_text().splitlines() == wanted  # line k of the file: line k of the output
+
+
 def test_long_line_is_truncated_with_warning_not_dropped(random_ckpt):
     long = " ".join(["cat"] * 30)
     res = run(["--path", str(random_ckpt), "--max-source-len", "10", "--max-len-b", "3", "--max-len-a", "0"], f"the\n{long}\nthe dog\n")

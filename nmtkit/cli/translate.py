@@ -39,7 +39,8 @@ COPY = "\0copy"  # --replace-unk without a dictionary
               help="With --replace-unk: choose each <unk>'s source word from the attention posterior given the <unk> "
                    "(one forced pass over the outputs that have one; rnnsearch, luong; not with --quantize), not the search's attention.")
 @click.option("--print-alignment", is_flag=True, help="Append ' ||| i-j ...' word alignments to each output line.")
-@click.option("--alignment-file", type=click.Path(dir_okay=False), help="Write word alignments to this file instead.")
+@click.option("--alignment-file", type=click.Path(dir_okay=False),
+              help="Write word alignments to this file instead (one line per hypothesis written: N per input with --nbest N).")
 @click.option("--align-shift", type=click.IntRange(0, 1), default=0, show_default=True, help="Take output word t's alignment from step t+shift.")
 @click.option("--verbose", "-v", is_flag=True, help="fairseq-style S-/H-/D-/P-/A- lines.")
 @click.option("--buffer-size", default=0, type=click.IntRange(min=0), help="Lines read before translating [1 on a terminal, else 2000].")
@@ -222,9 +223,10 @@ class OutputWriter:
                 c = tr.candidates[0]
                 extra = f" ||| {format_pharaoh(c.alignment)}" if self.inline_align else ""
                 w(f"{c.text}{extra}\n")
-            if self.align_out is not None:
+            if self.align_out is not None:  # one line per output hypothesis: every n-best entry has its own
                 try:
-                    self.align_out.write(format_pharaoh(tr.candidates[0].alignment) + "\n")
+                    for c in tr.candidates if self.nbest > 1 else tr.candidates[:1]:
+                        self.align_out.write(format_pharaoh(c.alignment) + "\n")
                 except OSError as exc:
                     raise output_error(exc, self.kw["alignment_file"]) from exc
         self.out.flush()

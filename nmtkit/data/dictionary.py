@@ -11,12 +11,20 @@ import os
 from collections import Counter
 from typing import Iterable, Sequence
 
+from nmtkit.data.text_pipeline import split_words
 from nmtkit.errors import InputError
 from nmtkit.utils.textio import atomic_write, iter_lines
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+
+
+def is_one_word(symbol: str) -> bool:
+    """Whether ``symbol`` is a word as nmtkit's text pipeline splits lines (:func:`split_words`):
+    no space, tab, line break or control character.  Other Unicode spaces (U+00A0 ...) stay inside
+    words there, so a dictionary may hold them."""
+    return symbol.splitlines() == [symbol] and split_words(symbol) == [symbol]  # splitlines: "\n" is kept by split_words
 
 
 class Dictionary:
@@ -115,8 +123,9 @@ class Dictionary:
             if len(parts) != 2 or not parts[0] or not parts[1].lstrip("-").isdigit():
                 raise InputError(str(path), lineno, f"expected 'token count', got {line!r}")
             tok, cnt = parts[0], int(parts[1])
-            if tok.split() != [tok]:
-                raise InputError(str(path), lineno, f"token {tok!r} contains whitespace (text is split on it, so it could never occur)")
+            if not is_one_word(tok):
+                raise InputError(str(path), lineno, f"token {tok!r} is not one word as nmtkit splits text "
+                                                    "(a space, tab, line break or control character): it could never occur")
             if tok in d.index:
                 if tok in SPECIALS:
                     continue
@@ -132,8 +141,8 @@ class Dictionary:
         d = cls()
         for k, s in enumerate(symbols[len(SPECIALS):], start=len(SPECIALS)):
             # what load() refuses in a file: a symbol with a line break would split an output line
-            if not isinstance(s, str) or s.split() != [s]:
-                raise ValueError(f"symbol {k} ({s!r}) is empty or contains whitespace")
+            if not isinstance(s, str) or not is_one_word(s):
+                raise ValueError(f"symbol {k} ({s!r}) is empty or not one word (a space, tab, line break or control character)")
             if s in d.index:
                 raise ValueError(f"symbol {k} ({s!r}) is a duplicate")
             d.add(s, 0)

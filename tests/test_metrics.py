@@ -182,4 +182,4 @@ def test_labels_with_tabs_or_line_breaks_are_refused(labels):
 
     with pytest.raises(NmtkitError, match="holds a tab, line break or other control character"):
         resolve_labels(["a.txt", "b.txt"], labels)
-    assert resolve_labels(["a.txt", "b.txt"], "A x,B") == ["A x", "B"]
+    assert resolve_labels(["a.txt", "b.txt"], "A x,B\xa0y") == ["A x", "B\xa0y"]  # spaces of any kind are fine

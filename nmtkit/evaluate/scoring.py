@@ -10,6 +10,7 @@ Every input is read and checked before anything is scored, so a bad file never g
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Union
 
@@ -81,7 +82,7 @@ def resolve_labels(sys_files: Sequence[str], labels: Union[str, Sequence[str], N
                           "(need one non-empty name per --sys)")
     if len(set(names)) != len(names):
         raise NmtkitError(f"--labels has a repeated name: {labels!r}")
-    bad = next((n for n in names if not n.isprintable()), None)
+    bad = next((n for n in names if n.splitlines() != [n] or any(unicodedata.category(c) == "Cc" for c in n)), None)
     if bad is not None:  # a tab or line break would break the tab-separated lines of the tables
         raise NmtkitError(f"--labels: {bad!r} holds a tab, line break or other control character")
     return names

@@ -13,7 +13,7 @@ import io
 import os
 import pickle
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, BinaryIO, Iterable, Optional
 
 import torch
 
@@ -70,37 +70,45 @@ def epoch_checkpoints(save_dir: str | os.PathLike) -> list[Path]:
     return [p for _, p in sorted(numbered)]
 
 
-def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
-    """Read a checkpoint; a missing, truncated or foreign file is a one-line :class:`NmtkitError`."""
+def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:
+    """Read a checkpoint; a missing, truncated or foreign file is a one-line :class:`NmtkitError`.
+
+    ``mmap=False`` reads every byte now: what resuming wants, since the optimizer keeps the loaded
+    state tensors, and mapped ones would keep the replaced checkpoint's disk space for the whole run."""
     p = Path(path)
     if not p.is_file():
         raise NmtkitError(f"{p}: no such checkpoint")
+    # one open file for every read: a checkpoint replaced meanwhile (the trainer saving the one a
+    # translate run is loading) must not mix the old file's bytes with the new one's checksums
     with open(p, "rb") as fh:
         magic = fh.read(len(ZIP_MAGIC))
-    if magic != ZIP_MAGIC:  # a PNG, a text file ...: say so, rather than torch's advice on weights_only
-        raise NmtkitError(f"{p} is not an nmtkit checkpoint")
-    try:
-        # mmap: tensors are read as they are used (copy-on-write), so an inference command does
-        # not read a checkpoint's optimizer state (two thirds of its bytes): 0.04 s against 0.10 s
-        ckpt = torch.load(p, map_location="cpu", weights_only=True, mmap=True)
-    except pickle.UnpicklingError:  # a torch file holding objects nmtkit never writes (another toolkit's)
-        raise NmtkitError(f"{p} is not an nmtkit checkpoint") from None
-    except Exception as exc:  # torch raises RuntimeError/EOFError/... for damaged files
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise NmtkitError(f"{p}: not a readable nmtkit checkpoint (truncated or corrupt? {first})") from None
-    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise NmtkitError(f"{p}: not an nmtkit checkpoint")
-    if ckpt.get("version") != CHECKPOINT_VERSION:
-        raise NmtkitError(f"{p}: checkpoint format version {ckpt.get('version')}, this nmtkit reads {CHECKPOINT_VERSION}")
-    validate(ckpt, CHECKPOINT_SCHEMA, str(p))
-    check_stored_checksums(p, ckpt["model"].values())
+        if magic != ZIP_MAGIC:  # a PNG, a text file ...: say so, rather than torch's advice on weights_only
+            raise NmtkitError(f"{p} is not an nmtkit checkpoint")
+        same_file = f"/proc/self/fd/{fh.fileno()}"
+        source = same_file if mmap and os.path.exists(same_file) else p
+        fh.seek(0)
+        try:
+            # mmap: tensors are read as they are used (copy-on-write), so an inference command does
+            # not read a checkpoint's optimizer state (two thirds of its bytes): 0.04 s against 0.10 s
+            ckpt = torch.load(source if mmap else fh, map_location="cpu", weights_only=True, mmap=mmap)
+        except pickle.UnpicklingError:  # a torch file holding objects nmtkit never writes (another toolkit's)
+            raise NmtkitError(f"{p} is not an nmtkit checkpoint") from None
+        except Exception as exc:  # torch raises RuntimeError/EOFError/... for damaged files
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise NmtkitError(f"{p}: not a readable nmtkit checkpoint (truncated or corrupt? {first})") from None
+        if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+            raise NmtkitError(f"{p}: not an nmtkit checkpoint")
+        if ckpt.get("version") != CHECKPOINT_VERSION:
+            raise NmtkitError(f"{p}: checkpoint format version {ckpt.get('version')}, this nmtkit reads {CHECKPOINT_VERSION}")
+        validate(ckpt, CHECKPOINT_SCHEMA, str(p))
+        check_stored_checksums(p, fh, ckpt["model"].values())
     for side in ("src_pipeline", "tgt_pipeline"):
         if ckpt[side].get("bpe_codes_text") is not None:
             check_bpe_codes(ckpt[side]["bpe_codes_text"], f"{p} ({side}.bpe_codes_text)")
     return ckpt
 
 
-def check_stored_checksums(path: Path, tensors: Iterable[torch.Tensor]) -> None:
+def check_stored_checksums(path: Path, archive_file: BinaryIO, tensors: Iterable[torch.Tensor]) -> None:
     """The bytes of each tensor must match the CRC-32 its archive entry stored.
 
     Why: ``torch.load`` never checks them, so a checkpoint with flipped bits in its weights (a bad
@@ -109,7 +117,8 @@ def check_stored_checksums(path: Path, tensors: Iterable[torch.Tensor]) -> None:
     import zipfile
     import zlib
 
-    with zipfile.ZipFile(path) as archive:
+    archive_file.seek(0)
+    with zipfile.ZipFile(archive_file) as archive:  # the file the tensors came from, even if replaced since
         stored = {(info.file_size, info.CRC) for info in archive.infolist()}
     seen: set[int] = set()
     for tensor in tensors:

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -155,6 +156,26 @@ def test_alignments_and_translations_both_on_stdout_are_refused(random_ckpt, out
     res = run(args, "the cat\nthe dog\n")
     assert res.exit_code == 1 and res.stdout == ""
     assert res.stderr.strip().startswith("nmtkit-translate: error: <stdout>: --alignment-file would interleave")
+
+
+def test_a_checkpoint_replaced_while_it_loads_is_read_from_the_file_first_opened(random_ckpt, tmp_path, monkeypatch):
+    import os
+
+    import nmtkit.checkpoint as ck
+
+    live, other = tmp_path / "live.pt", make_checkpoint(tmp_path / "other.pt", seed=3)
+    live.write_bytes(random_ckpt.read_bytes())
+    real_validate = ck.validate
+
+    def validate_then_replace(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        real_validate(*args, **kwargs)
+        os.replace(other, live)  # a trainer saving over the checkpoint being loaded
+
+    monkeypatch.setattr(ck, "validate", validate_then_replace)
+    loaded = ck.load_checkpoint(live)  # was "corrupt checkpoint": new checksums against old bytes
+    monkeypatch.setattr(ck, "validate", real_validate)
+    want = ck.load_checkpoint(random_ckpt)["model"]
+    assert all(torch.equal(loaded["model"][k], want[k]) for k in want)
 
 
 def test_console_script_streams_stdin(random_ckpt):

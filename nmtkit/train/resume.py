@@ -106,7 +106,7 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
         _refuse_another_runs_checkpoints(trainer.save_dir)
         trainer.run_log.prune(0, None)  # a run starting over redoes every update of an old log
         return None
-    ckpt = load_checkpoint(last)
+    ckpt = load_checkpoint(last, mmap=False)
     _check_same_model(trainer, ckpt, last)
     try:
         ts = ckpt["train_state"]

@@ -537,3 +537,17 @@ def test_soft_symmetrization_through_the_aligner(tmp_path):
                "--source", tmp_path / "s.txt", "--target", tmp_path / "t.txt", "-o", tmp_path / "out.align"])
     assert res.exit_code == 0, res.output
     assert read_alignments(tmp_path / "out.align") == [set(links) for links in want]
+
+
+def test_a_reader_leaving_stdout_keeps_the_finished_output_file(corpus, tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "o.align"
+    proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.align", "--path", str(fwd(corpus)),
+                             *map(str, text_args(corpus)), "-o", str(out), "--build-dict", "-", "--threads", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # like `| head -0`: the dictionary on stdout meets a closed pipe
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141, err
+    assert out.read_text(encoding="utf-8").count("\n") == len(Path(text_args(corpus)[1]).read_text().splitlines())

@@ -104,3 +104,9 @@ def test_checkpoint_paths_refuse_empty_names_and_take_a_file_with_a_colon(tmp_pa
     odd.mkdir()
     shutil.copy(a, odd / "c.pt")
     assert checkpoint_paths(str(odd / "c.pt")) == [str(odd / "c.pt")]  # was read as "<tmp>/run" and "1/c.pt"
+    from click.testing import CliRunner
+
+    from nmtkit.cli.translate import command as translate
+
+    res = CliRunner().invoke(translate, ["--path", str(odd / "c.pt"), "--output", str(odd / "c.pt")], input="x\n")
+    assert res.exit_code == 1 and "--output" in res.output and (odd / "c.pt").read_bytes() == b"x"  # not replaced

@@ -139,8 +139,10 @@ def _check_destination(option: str, path: Any, directory: bool = False) -> None:
 
 def _inputs(o: dict[str, Any]) -> list[tuple[str, Any]]:
     """Every file or directory the command reads, with its option (no output may replace one)."""
-    ckpts = [("--path", p) for p in o["path"].split(":") if p]
-    ckpts += [("--reverse-path", p) for p in (o["reverse_path"] or "").split(":") if p]
+    from nmtkit.generate.bundle import split_checkpoint_paths
+
+    ckpts = [("--path", p) for p in split_checkpoint_paths(o["path"])]
+    ckpts += [("--reverse-path", p) for p in (split_checkpoint_paths(o["reverse_path"]) if o["reverse_path"] else [])]
     return [*ckpts, *[(f"--{k}", o[k]) for k in ("source", "target", "data", "gold", "sure", "possible")]]
 
 
@@ -223,8 +225,13 @@ def _write_outputs(outputs: list[Output], plots: Callable[[], None]) -> None:
         for _, path, text in (out for out in ordered if _write_order(out[1]) == 0):
             _write_text(stack, path, text)
         plots()
-        for _, path, text in (out for out in ordered if _write_order(out[1]) > 0):
-            _write_text(stack, path, text)
+        try:
+            with ExitStack() as streams:  # its own stack: a stream failing again as it closes stays in it
+                for _, path, text in (out for out in ordered if _write_order(out[1]) > 0):
+                    _write_text(streams, path, text)
+        except BrokenPipeError:  # the reader of stdout left (| head): the finished files still count
+            stack.close()
+            raise
 
 
 def run_align(o: dict[str, Any]) -> None:

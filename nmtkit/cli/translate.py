@@ -140,6 +140,7 @@ def check_streams(kw: dict) -> None:
     """Before the model loads: a closed stdin or stdout that the run needs is one line, and no
     output may replace an input (the translations would overwrite their own source)."""
     from nmtkit.errors import OutputError
+    from nmtkit.generate.bundle import split_checkpoint_paths
     from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
     if (kw["input_path"] is None or is_stdio(kw["input_path"])) and stream_closed(sys.stdin):
@@ -153,7 +154,7 @@ def check_streams(kw: dict) -> None:
     unk_dict = kw["replace_unk"] if kw["replace_unk"] not in (None, COPY) else None
     refuse_outputs_over_inputs(
         outputs=[("--output", kw["output_path"]), ("--alignment-file", kw["alignment_file"])],
-        inputs=[("--input", kw["input_path"]), *[("--path", p) for p in kw["path"].split(":") if p],
+        inputs=[("--input", kw["input_path"]), *[("--path", p) for p in split_checkpoint_paths(kw["path"])],
                 ("--data", kw["data"]), ("--replace-unk", unk_dict), ("--shortlist", kw["shortlist"])])
 
 

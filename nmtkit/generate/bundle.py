@@ -33,17 +33,23 @@ PathsLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 DEFAULT_BATCH_SIZE = 64
 
 
+def split_checkpoint_paths(text: str) -> list[str]:
+    """``--path``'s value as file names: ``a.pt:b.pt`` is two, but a name of an existing file is that
+    one file even with a ``:`` in it; an empty name between ``:``s is refused, not skipped.  The
+    one split, for loading and for the commands' checks that no output replaces a checkpoint."""
+    items = [text] if os.path.isfile(text) else text.split(":")
+    if len(items) > 1 and not all(items):
+        raise NmtkitError(f"--path {text!r}: an empty checkpoint name between ':'s")
+    return [p for p in items if p]
+
+
 def checkpoint_paths(paths: PathsLike) -> list[str]:
     """``"a.pt:b.pt"``, a path or a list of paths -> the checkpoint files, each of which must exist
     (checked before any is loaded, so a typo in the second costs no loading of the first).
     A string that names an existing file is that one file, even with a ``:`` in its name; an
     empty name between ``:``s (``a.pt::b.pt``, a trailing ``:``) is refused, not skipped."""
     if isinstance(paths, (str, os.PathLike)):
-        text = os.fspath(paths)
-        items = [text] if os.path.isfile(text) else text.split(":")
-        if len(items) > 1 and not all(items):
-            raise NmtkitError(f"--path {text!r}: an empty checkpoint name between ':'s")
-        items = [p for p in items if p]
+        items = split_checkpoint_paths(os.fspath(paths))
     else:
         items = [os.fspath(p) for p in paths]
     if not items:

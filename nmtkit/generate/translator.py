@@ -16,6 +16,7 @@ it numbered buffers (:meth:`Translator.translate_indexed`) as they stream in.
 """
 from __future__ import annotations
 
+import numbers
 import os
 import time
 from dataclasses import dataclass, field
@@ -64,7 +65,8 @@ class Translation:
 def _check_lines(items: list, batch_size: Optional[int], max_tokens: Optional[int]) -> None:
     """What :meth:`Translator.translate` takes, said in one exception (a None among the lines was
     an AttributeError from deep in the tokenizer, a mixed list a failed unpacking)."""
-    pairs = all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], int) and isinstance(x[1], str) for x in items)
+    pairs = all(isinstance(x, tuple) and len(x) == 2 and isinstance(x[0], numbers.Integral) and isinstance(x[1], str)
+                for x in items)
     if not pairs and not all(isinstance(x, str) for x in items):
         bad = next(x for x in items if not isinstance(x, str))
         raise TypeError("Translator.translate() takes a list of str lines or of (index, line) pairs, "

@@ -459,6 +459,8 @@ def test_a_failed_dictionary_write_replaces_no_output(corpus, tmp_path):
     (["--possible", "x"], "--possible needs --sure"),
     (["--data", "somewhere"], "give either --data DIR (with --split) or --source/--target, not both"),
     (["--build-dict", "-"], "--build-dict -: the links are written to standard output; give the dictionary a file name"),
+    (["--build-dict", "/dev/stdout"], "--build-dict /dev/stdout: the links are written to standard output"),
+    (["-o", "/dev/stdout", "--build-dict", "-"], "--build-dict -: the links are written to standard output"),
 ])
 def test_option_combinations_refused(corpus, args, message):
     one_line_error(run(["--path", fwd(corpus), *text_args(corpus), *args]), message)

@@ -89,20 +89,26 @@ def _check_options(o: dict[str, Any]) -> None:
     check_symmetrize_options(o["symmetrize"], o["reverse_path"] is not None)
     if o["as_json"] and o["gold"] is None and o["sure"] is None:
         raise NmtkitError("--json prints alignment scores and needs --gold or --sure")
-    if o["as_json"] and is_stdio(o["output"]):
+    if o["as_json"] and _on_stdout(o["output"]):
         raise NmtkitError("--json prints the scores on standard output: give --output a file for the links")
     if (o["plot_ids"] is not None or o["html"]) and o["plot"] is None:
         raise NmtkitError("--plot-ids and --html need --plot DIR")
 
 
+def _on_stdout(path: Optional[str]) -> bool:
+    """Whether an output option writes to this process's stdout: ``-``, ``/dev/stdout`` and the like."""
+    return path is not None and direct_target(path) == 1
+
+
 def _check_destinations(o: dict[str, Any]) -> None:
     """Every output, checked before the model loads: a run of hours must not end in an error that
     the paths alone could tell (a --plot that is a file, a parent that is a file, an input)."""
-    links_on_stdout = not o["as_json"] and (o["output"] is None or is_stdio(o["output"]))
-    if is_stdio(o["build_dict"]) and (links_on_stdout or o["as_json"]):  # the two would be mixed
+    links_on_stdout = not o["as_json"] and (o["output"] is None or _on_stdout(o["output"]))
+    if _on_stdout(o["build_dict"]) and (links_on_stdout or o["as_json"]):  # the two would be mixed
         what = "links" if links_on_stdout else "scores"
-        raise NmtkitError(f"--build-dict -: the {what} are written to standard output; give the dictionary a file name")
-    if (links_on_stdout or o["as_json"] or is_stdio(o["build_dict"])) and stream_closed(sys.stdout):
+        raise NmtkitError(f"--build-dict {o['build_dict']}: the {what} are written to standard output; "
+                          "give the dictionary a file name")
+    if (links_on_stdout or o["as_json"] or _on_stdout(o["build_dict"])) and stream_closed(sys.stdout):
         hint = " (give --output FILE)" if links_on_stdout else ""
         raise OutputError(STDOUT_NAME, f"standard output is closed{hint}")
     files = [(opt, o[key]) for opt, key in (("--output", "output"), ("--build-dict", "build_dict"))

@@ -13,7 +13,7 @@ import io
 import os
 import pickle
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Optional
+from typing import Any, BinaryIO, Iterable, Iterator, Optional
 
 import torch
 
@@ -101,11 +101,24 @@ def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any
         if ckpt.get("version") != CHECKPOINT_VERSION:
             raise NmtkitError(f"{p}: checkpoint format version {ckpt.get('version')}, this nmtkit reads {CHECKPOINT_VERSION}")
         validate(ckpt, CHECKPOINT_SCHEMA, str(p))
-        check_stored_checksums(p, fh, ckpt["model"].values())
+        # what is read anyway: the model's tensors, or (read whole, for resuming) every tensor
+        check_stored_checksums(p, fh, ckpt["model"].values() if mmap else _all_tensors(ckpt))
     for side in ("src_pipeline", "tgt_pipeline"):
         if ckpt[side].get("bpe_codes_text") is not None:
             check_bpe_codes(ckpt[side]["bpe_codes_text"], f"{p} ({side}.bpe_codes_text)")
     return ckpt
+
+
+def _all_tensors(obj: Any) -> Iterator[torch.Tensor]:
+    """Every tensor inside nested dicts, lists and tuples (a checkpoint's optimizer and EMA state)."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from _all_tensors(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _all_tensors(value)
 
 
 def check_stored_checksums(path: Path, archive_file: BinaryIO, tensors: Iterable[torch.Tensor]) -> None:

@@ -365,3 +365,26 @@ def test_a_line_edited_into_the_log_is_dropped_without_taking_a_good_record(data
     assert res.exit_code == 0, res.output
     after = log.read_text().splitlines()
     assert "{garbage" not in after and after[: len(good)] == good  # every record of the first run is kept
+
+
+def test_flipped_bits_in_the_optimizer_state_stop_a_resume_but_not_a_translation(data_dir, tmp_path):
+    import struct
+    import zipfile
+    import zlib
+
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2").exit_code == 0
+    last = save / "checkpoint_last.pt"
+    model_crcs = {zlib.crc32(t.contiguous().view(-1).view(torch.uint8).numpy()) for t in load_checkpoint(last)["model"].values()}
+    raw = bytearray(last.read_bytes())
+    with zipfile.ZipFile(last) as archive:  # the largest tensor that is not the model's: optimizer state
+        entry = max((i for i in archive.infolist() if "/data/" in i.filename and i.CRC not in model_crcs),
+                    key=lambda i: i.file_size)
+    name_len, extra_len = struct.unpack("<HH", raw[entry.header_offset + 26 : entry.header_offset + 30])
+    start = entry.header_offset + 30 + name_len + extra_len
+    for k in range(start, start + min(64, entry.file_size)):
+        raw[k] ^= 0x10
+    last.write_bytes(bytes(raw))
+    load_checkpoint(last)  # translate, score, align read only the model: still fine
+    res = run_train(data_dir, save, "--max-update", "4")
+    assert res.exit_code == 1 and "corrupt checkpoint" in res.output and len(res.output.strip().splitlines()) == 1

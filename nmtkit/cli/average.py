@@ -1,7 +1,6 @@
 """``nmtkit-average``: average the parameters of several checkpoints into one checkpoint."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import click
@@ -26,7 +25,7 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
     The result is an ordinary checkpoint that translate, score and align load like any other
     (it holds no training state).  Checkpoints of different models are refused."""
     from nmtkit.train.average import average_checkpoints, last_epoch_checkpoints
-    from nmtkit.checkpoint import save_checkpoint
+    from nmtkit.checkpoint import epoch_number, save_checkpoint
 
     paths = list(inputs) + list(more)
     if last is not None:
@@ -39,7 +38,7 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
         raise NmtkitError("nothing to average: give --inputs a.pt b.pt ... or --last N --save-dir DIR")
     refuse_outputs_over_inputs([("--output", output)], [("--last" if last is not None else "--inputs", p) for p in paths])
     name = Path(output).name
-    if name == "checkpoint_last.pt" or re.fullmatch(r"checkpoint[0-9]+\.pt", name):
+    if name == "checkpoint_last.pt" or epoch_number(output) is not None:
         # the trainer resumes from checkpoint_last.pt and --last N reads checkpointN.pt back
         raise NmtkitError(f"--output {output}: {name} is a name the trainer writes and reads; "
                           "give the average another name (e.g. checkpoint_avg.pt)")

@@ -193,12 +193,6 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
               "src_file", "buckets", "plot", "labels", "paired_bootstrap")
 
 
-def _checkpoint_names(text: str) -> list[str]:
-    from nmtkit.generate.bundle import split_checkpoint_paths  # torch: only when scoring with a model
-
-    return split_checkpoint_paths(text)
-
-
 @click.command("score", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--sys", "sys_files", multiple=True, metavar="FILE",
               help="System output, one sentence per line (repeatable; default: stdin).")
@@ -238,11 +232,15 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
     """Score translations against references (BLEU, chrF, TER), or references under a model."""
     if plot is not None and is_stdio(plot):  # the scores are printed there: the two would be mixed
         raise NmtkitError("--plot -: the scores are written to standard output; give the plot a file name")
+    ckpt_names: list[str] = []
+    if checkpoints:  # torch only when scoring with a model
+        from nmtkit.generate.bundle import split_checkpoint_paths
+
+        ckpt_names = split_checkpoint_paths(checkpoints)
     refuse_outputs_over_inputs(
         [("--plot", plot)],
         [*[("--sys", f) for f in sys_files], *[("--ref", f) for f in ref_files], ("--src", src_file),
-         *[("--path", p) for p in (_checkpoint_names(checkpoints) if checkpoints else [])], ("--data", data),
-         ("--source", source), ("--target", target)])
+         *[("--path", p) for p in ckpt_names], ("--data", data), ("--source", source), ("--target", target)])
     if checkpoints is not None:
         given = locals()
         clash = [name for name in _TEXT_ONLY if given[name] not in (None, False, ())]

@@ -63,7 +63,7 @@ def test_every_console_script_uses_it():
     cfg = configparser.ConfigParser()
     cfg.read(Path(__file__).resolve().parents[1] / "setup.cfg")
     entries = [line.split("=", 1)[1].strip() for line in cfg["options.entry_points"]["console_scripts"].strip().splitlines()]
-    assert len(entries) == 8
+    assert len(entries) == 9
     for entry in entries:
         module, func = entry.split(":")
         assert "run_console_script(" in inspect.getsource(getattr(importlib.import_module(module), func)), entry

@@ -15,7 +15,7 @@ from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import InputError
 from nmtkit.generate.beam import beam_search
 from nmtkit.generate.bundle import load_ensemble
-from nmtkit.generate.shortlist import Shortlist, check_shortlist, sentence_keys
+from nmtkit.generate.shortlist import Shortlist, TextTable, check_shortlist, compile_shortlist, sentence_keys
 from tests.conftest import search_options
 
 ARCHS = ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"]
@@ -105,30 +105,30 @@ def test_table_top_k_by_count_words_through_bpe_and_lowercasing(tmp_path):
     sl = Shortlist.load(table, tgt_pipe, d, k=2, frequent=2, lowercase_source=True)
     idx = d.index
     # dog: der (9) and hund (5, "Hund" -> hu@@ nd); sieht (1) is beyond k=2
-    assert sl.ids_of("dog").tolist() == sorted([idx["der"], idx["hu@@"], idx["nd"]])
+    assert sl.key_ids("dog").tolist() == sorted([idx["der"], idx["hu@@"], idx["nd"]])
     # cat: "Maus." is tokenized into maus + . ; Katze -> ka@@ tze
-    assert sl.ids_of("cat").tolist() == sorted([idx["maus"], idx["."], idx["ka@@"], idx["tze"]])
+    assert sl.key_ids("cat").tolist() == sorted([idx["maus"], idx["."], idx["ka@@"], idx["tze"]])
     # no counts: file order ranks
-    assert sl.ids_of("the").tolist() == sorted([idx["die"], idx["der"]])
+    assert sl.key_ids("the").tolist() == sorted([idx["die"], idx["der"]])
     ids = sl.ids_for([sentence_keys(["The", "Cat"], ["the", "cat"], ["the", "cat"], lowercase=True)])
-    assert ids.tolist() == sorted({0, 1, 2, 3, 4, 5} | {idx["die"], idx["der"]} | set(sl.ids_of("cat").tolist()))
+    assert ids.tolist() == sorted({0, 1, 2, 3, 4, 5} | {idx["die"], idx["der"]} | set(sl.key_ids("cat").tolist()))
     assert sl.ids_for([["nothing"]]).tolist() == [0, 1, 2, 3, 4, 5]  # specials + 2 most frequent
     assert Shortlist.load(table, tgt_pipe, d, k=1, frequent=0).ids_for([["dog"]]).tolist() == [0, 1, 2, 3, idx["der"]]
     # source words, tokens or pieces that are target symbols copy themselves (names through BPE)
     assert sl.ids_for([["ka@@", "tze", "zebra"]]).tolist() == [0, 1, 2, 3, 4, 5, idx["ka@@"], idx["tze"]]
 
 
-def test_targets_go_through_the_pipeline_only_when_an_input_needs_them():
+def test_targets_go_through_the_pipeline_only_when_an_input_needs_them(monkeypatch):
     seen: list[str] = []
-
-    def target_ids(entry: str) -> list[int]:
-        seen.append(entry)
-        return [10 + len(entry)]
-
-    sl = Shortlist({"dog": ["hund", "der"], "cat": ["katze", "der"]}, target_ids, vocab_size=20, frequent=0)
+    pipe = TextPipeline("de")
+    tokenize = pipe.tokenize
+    monkeypatch.setattr(pipe, "tokenize", lambda entry: seen.append(entry) or tokenize(entry))
+    d = _tgt_dict("hund der katze")
+    table = TextTable({"dog": ["hund", "der"], "cat": ["katze", "der"]}, pipe, d)
+    sl = Shortlist(table.ids_of, vocab_size=len(d), frequent=0)
     assert seen == []
-    assert sl.ids_for([["dog", "dog"]]).tolist() == [0, 1, 2, 3, 13, 14]
-    assert sl.ids_for([["cat"], ["dog"]]).tolist() == [0, 1, 2, 3, 13, 14, 15]
+    assert sl.ids_for([["dog", "dog"]]).tolist() == [0, 1, 2, 3, 4, 5]
+    assert sl.ids_for([["cat"], ["dog"]]).tolist() == [0, 1, 2, 3, 4, 5, 6]
     assert seen == ["hund", "der", "katze"]  # each entry once, "der" shared by both words
 
 
@@ -187,3 +187,102 @@ def test_cli_bad_table_is_one_line(tmp_path, random_ckpt):
     assert res.exit_code == 1
     assert res.output.strip().splitlines() == [
         f"nmtkit-translate: error: {table}:2: expected 'source target' or 'source target score', got 'cat Katze x'"]
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled shortlists (nmtkit-shortlist)
+# ---------------------------------------------------------------------------------------------
+def test_a_compiled_table_gives_the_text_tables_ids_for_every_k(tmp_path):
+    tgt_pipe = TextPipeline("de", tokenizer="moses", lowercase=True, bpe_codes_text=BPE_CODES)
+    d = _tgt_dict("die der , . hu@@ nd ka@@ tze sieht maus")
+    table = write(tmp_path / "lex.txt", "Dog Hund 5\ndog der 9\ndog sieht 1\ncat Katze 4\ncat Maus. 7\nthe die\n"
+                                        "the der\nunknown zebra 3\n")
+    out = tmp_path / "lex.npz"
+    assert compile_shortlist(table, out, tgt_pipe, d, lowercase_source=True) == (4, 10)
+    for k in (1, 2, 3, 50):
+        text = Shortlist.load(table, tgt_pipe, d, k=k, frequent=2, lowercase_source=True)
+        compiled = Shortlist.load(out, tgt_pipe, d, k=k, frequent=2, lowercase_source=True)
+        for key in ("dog", "cat", "the", "unknown", "Dog", "absent"):
+            a, b = text.key_ids(key), compiled.key_ids(key)
+            assert (a is None and b is None) or (a.tolist() == b.tolist() and b.dtype == a.dtype), (k, key)
+        keys = [sentence_keys(["The", "Cat", "dog"], ["the", "cat", "dog"], ["the", "cat", "dog", "ka@@"], lowercase=True)]
+        assert torch.equal(text.ids_for(keys), compiled.ids_for(keys))
+
+
+def _compiled_error(path, tmp_path, model_words="die der maus"):  # noqa: ANN001, ANN202
+    with pytest.raises(InputError) as err:
+        Shortlist.load(path, TextPipeline("de"), _tgt_dict(model_words), k=5)
+    return str(err.value)
+
+
+def test_a_compiled_shortlist_of_another_model_or_a_damaged_one_is_refused(tmp_path):
+    import numpy as np
+
+    table = write(tmp_path / "lex.txt", "cat maus 3\nthe die 2\n")
+    good = tmp_path / "lex.npz"
+    compile_shortlist(table, good, TextPipeline("de"), _tgt_dict("die der maus"), lowercase_source=False)
+    assert Shortlist.load(good, TextPipeline("de"), _tgt_dict("die der maus"), k=5).key_ids("cat").tolist() == [6]
+    assert _compiled_error(good, tmp_path, "die der maus hund").startswith(f"{good}: was compiled for another model")
+    with pytest.raises(InputError, match="was compiled for another model"):  # the source lowercasing is part of it
+        Shortlist.load(good, TextPipeline("de"), _tgt_dict("die der maus"), k=5, lowercase_source=True)
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[:300])
+    assert _compiled_error(truncated, tmp_path).startswith(f"{truncated}: cannot read the compiled shortlist")
+    arrays = dict(np.load(good))
+    for name, change, message in [
+        ("ids", lambda a: a + 100, "is a damaged compiled shortlist"),
+        ("key_offsets", lambda a: a[:-1], "is a damaged compiled shortlist"),
+        ("ranks", lambda a: a.astype(np.int64), "is a damaged compiled shortlist"),
+        ("meta", lambda a: np.frombuffer(b'{"format": "nmtkit-shortlist", "version": 7}', dtype=np.uint8),
+         "compiled shortlist version 7 is not supported"),
+        ("meta", lambda a: np.frombuffer(b"\xff\xfe", dtype=np.uint8), "not a compiled nmtkit shortlist"),
+        ("keys", None, "not a compiled nmtkit shortlist (no keys)"),
+    ]:
+        bad = tmp_path / f"bad_{name}.npz"
+        changed = {k: v for k, v in arrays.items() if not (k == name and change is None)}
+        if change is not None:
+            changed[name] = change(arrays[name])
+        np.savez(bad, **changed)
+        msg = _compiled_error(bad, tmp_path)
+        assert msg.startswith(f"{bad}: ") and message in msg and "\n" not in msg, msg
+
+
+def test_cli_compile_then_translate_gives_the_text_tables_output(tmp_path):
+    from nmtkit.cli.shortlist import command as shortlist
+
+    ckpt = make_checkpoint(tmp_path / "m.pt", "rnnsearch_tiny", seed=5)
+    inp = write(tmp_path / "in.txt", "\n".join(LINES) + "\n")
+    words = "die der eine Katze Hund sieht sitzt läuft Mann schläft . ,".split()
+    table = write(tmp_path / "lex.txt", "".join(f"{s} {t} {n}\n" for s in "the cat dog sees".split()
+                                                for n, t in enumerate(words, 1)))
+    out = tmp_path / "lex.npz"
+    res = CliRunner().invoke(shortlist, ["--path", str(ckpt), "--table", str(table), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "compiled 4 source keys" in res.output
+    for k in ("2", "5"):
+        flags = ["--shortlist-k", k, "--shortlist-frequent", "3"]
+        text = _translate(ckpt, inp, "--shortlist", str(table), *flags)
+        compiled = _translate(ckpt, inp, "--shortlist", str(out), *flags)
+        assert text.exit_code == compiled.exit_code == 0, compiled.output
+        assert compiled.stdout == text.stdout
+    other = make_checkpoint(tmp_path / "other.pt", "rnnsearch_tiny", seed=5, words="the cat dog die der Katze Hund .")
+    res = _translate(other, inp, "--shortlist", str(out))
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [f"nmtkit-translate: error: {out}: was compiled for another model "
+                                               "(target dictionary, target text pipeline or source lowercasing differ); "
+                                               "compile it again with nmtkit shortlist --path MODEL"]
+
+
+def test_cli_compile_refuses_a_bad_table_and_its_own_inputs_writing_nothing(tmp_path, random_ckpt):
+    from nmtkit.cli.shortlist import command as shortlist
+
+    table = write(tmp_path / "lex.txt", "the die 3\ncat Katze x\n")
+    out = tmp_path / "lex.npz"
+    res = CliRunner().invoke(shortlist, ["--path", str(random_ckpt), "--table", str(table), "-o", str(out)])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [
+        f"nmtkit-shortlist: error: {table}:2: expected 'source target' or 'source target score', got 'cat Katze x'"]
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["lex.txt", "random.pt"]
+    res = CliRunner().invoke(shortlist, ["--path", str(random_ckpt), "--table", str(table), "-o", str(table)])
+    assert res.exit_code == 1 and "--output" in res.output and "--table" in res.output
+    assert table.read_text(encoding="utf-8") == "the die 3\ncat Katze x\n"

@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, str] = {
     "score": "nmtkit.cli.score",
     "align": "nmtkit.cli.align",
     "average": "nmtkit.cli.average",
+    "shortlist": "nmtkit.cli.shortlist",
 }
 
 

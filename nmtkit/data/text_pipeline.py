@@ -153,10 +153,18 @@ class TextPipeline:
         return self._bpe
 
     def to_dict(self) -> dict:
-        """Self-contained description (BPE codes inlined) for checkpoints."""
+        """Self-contained description (BPE codes inlined, and checked) for checkpoints."""
         if self.bpe is not None:
             assert self.bpe_codes_text is not None
-        return {"lang": self.lang, "tokenizer": self.tokenizer, "lowercase": self.lowercase, "bpe_codes_text": self.bpe_codes_text}
+        return self.description()
+
+    def description(self) -> dict:
+        """What turns a line into pieces, BPE codes inlined, without building the BPE tables
+        (compiled shortlists record a hash of it)."""
+        codes = self.bpe_codes_text
+        if codes is None and self.bpe_codes:
+            codes = read_bpe_codes(self.bpe_codes)
+        return {"lang": self.lang, "tokenizer": self.tokenizer, "lowercase": self.lowercase, "bpe_codes_text": codes}
 
     @classmethod
     def from_dict(cls, d: dict) -> "TextPipeline":

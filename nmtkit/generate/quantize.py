@@ -3,22 +3,37 @@
 Why dynamic: weights are stored as int8 once, activations are quantised on the fly per
 matrix product, so no calibration data is needed and the search code stays unchanged.
 
-What is quantised (with :mod:`torch.ao`):
+What is quantised:
 
-* every ``nn.Linear`` (output projection, attention, ``W_c``, deep output, bridges): most of a
-  decoder step's FLOPs are the output projection.  Their weights get one int8 scale **per output
-  row** (per-channel): the rows of a tied output layer differ in norm, and one scale for the whole
-  matrix cost 0.2 BLEU on Multi30k valid (39.72 against 39.93 in float32, the 1-hour model); per
-  row, 39.95 at the same speed (bench/shortlist_valid.py's record in bench/RESULTS.md);
-* the encoder RNNs (inside :class:`~nmtkit.models.encoders.RNNEncoder`), replaced by torch's
-  dynamically quantised ``LSTM``/``GRU``, which read packed sequences as before;
-* every other ``nn.LSTM``/``nn.GRU`` (the decoders) becomes a :class:`QuantizedStackedRNN`:
-  one dynamically quantised cell per layer.  The decoders are stepped one target position at a
-  time through :func:`nmtkit.models.common.rnn_step`, which reads the float weights of an
-  ``nn.LSTM`` (``weight_ih_l0`` ...) that a quantised module does not have; this module
-  registers :meth:`QuantizedStackedRNN.step` there (``RNN_STEPS``), and the int8 ``Linear``'s row
-  slicing for shortlists (``OUTPUT_ROW_SELECTORS``), so ``nmtkit.models`` stays float-only.
-  A whole-sequence call (``rnnencdec``) runs the same step over time.
+* every ``Linear`` (output projection, attention, ``W_c``, deep output, bridges) becomes an
+  :class:`Int8Linear`: most of a decoder step's FLOPs are the output projection;
+* every decoder ``nn.LSTM``/``nn.GRU`` becomes a :class:`QuantizedStackedRNN`: per layer, its two
+  gate products as :class:`Int8Linear` and the cell's float arithmetic
+  (:func:`~nmtkit.models.gemm.lstm_update`, :func:`~nmtkit.models.gemm.gru_update`).  The
+  decoders are stepped one target position at a time through
+  :func:`nmtkit.models.common.rnn_step`, which reads the float weights of an ``nn.LSTM``
+  (``weight_ih_l0`` ...) that a quantised module does not have; this module registers
+  :meth:`QuantizedStackedRNN.step` there (``RNN_STEPS``), and :meth:`Int8Linear.rows` for
+  shortlists (``OUTPUT_ROW_SELECTORS``), so ``nmtkit.models`` stays float-only.  A whole-sequence
+  call (``rnnencdec``) runs the same step over time;
+* the encoder RNNs (inside :class:`~nmtkit.models.encoders.RNNEncoder`) become torch's dynamically
+  quantised ``LSTM``/``GRU``, which read packed sequences as before.
+
+How (measured on the 1-hour Multi30k model's valid set, beam 5, against its float32 output;
+bench/RESULTS.md has the benchmark figures):
+
+* **weights**: int8 with one scale per output row.  The rows of a tied output layer differ in
+  norm: one scale for the whole matrix cost 0.2 BLEU (39.72 against 39.93), per row none.
+  torch's own int8 cells have one scale per matrix; :class:`QuantizedStackedRNN` has per-row
+  scales too;
+* **activations**: quantised per product to unsigned 8 bits.  fbgemm, torch's int8 CPU library,
+  by default uses 7 of them ("reduce_range"): without VNNI its AVX2/AVX-512 kernels sum pairs of
+  u8 x s8 products in saturating 16 bits.  A CPU with VNNI sums them in 32 bits, so there all
+  8 bits are used (:func:`full_range_activations`): half the rounding error.  On valid that
+  changed 185 instead of 268 of 1,014 outputs against float32, at the same speed.
+
+torch's kernels scale a product's activations by one number for the whole batch, so int8
+output can depend on how sentences are batched (float32 output does not).
 
 Embeddings stay float32 (a lookup has no FLOPs to save).  The result is for search
 (``decode_step``); teacher-forced ``forward`` of the input-feeding ``luong`` decoder reads
@@ -27,7 +42,7 @@ float weights and is not supported on a quantised model.
 from __future__ import annotations
 
 import warnings
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -36,54 +51,98 @@ from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.models.common import OUTPUT_ROW_SELECTORS, RNN_STEPS
 from nmtkit.models.encoders import RNNEncoder
-from nmtkit.models.gemm import Linear, as_plain_linear
+from nmtkit.models.gemm import gru_update, lstm_update
 
 QUANTIZE_CHOICES = ("none", "int8")
 
 
+def full_range_activations() -> bool:
+    """Whether fbgemm may quantise activations to all 8 bits here: only where the CPU has VNNI,
+    whose u8 x s8 dot products accumulate in 32 bits (see the module docstring)."""
+    probe = getattr(torch.cpu, "_is_vnni_supported", None)
+    try:
+        return bool(probe is not None and probe())
+    except Exception:  # noqa: BLE001 - a probe that fails means "not known to be there"
+        return False
+
+
+def quantize_rows(weight: Tensor) -> Tensor:
+    """``weight`` ``[out, in]`` as symmetric int8 with one scale per output row."""
+    w = weight.detach().float()
+    scales = (w.abs().amax(dim=1).double() / 127).clamp_min(1e-12)  # an all-zero row still gets a valid scale
+    with warnings.catch_warnings():  # torch warns that quantised tensors are deprecated; a user cannot act on it
+        warnings.simplefilter("ignore")
+        return torch.quantize_per_channel(w, scales, torch.zeros(w.size(0), dtype=torch.long), 0, torch.qint8)
+
+
+class Int8Linear(nn.Module):
+    """``x @ weight.T + bias`` with int8 weights (per-row scales) and int8 activations, by fbgemm."""
+
+    def __init__(self, weight: Tensor, bias: Optional[Tensor], full_range: bool) -> None:
+        super().__init__()
+        q = quantize_rows(weight)
+        self.out_features, self.in_features = weight.shape
+        self.reduce_range = not full_range
+        self.ints, self.scales = q.int_repr(), q.q_per_channel_scales()
+        self.bias = None if bias is None else bias.detach().float().clone()
+        self.packed = torch.ops.quantized.linear_prepack(q, self.bias)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, full_range: bool) -> "Int8Linear":
+        return cls(linear.weight, linear.bias, full_range)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.ops.quantized.linear_dynamic(x, self.packed, self.reduce_range).to(x.dtype)
+
+    def rows(self, ids: Tensor) -> Callable[[Tensor], Tensor]:
+        """Output units ``ids`` only, as a function of ``x`` (vocabulary shortlists): the rows keep
+        their own scales, so the result is exactly those columns of :meth:`forward`'s."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = torch._make_per_channel_quantized_tensor(self.ints.index_select(0, ids), self.scales.index_select(0, ids),
+                                                         torch.zeros(ids.numel(), dtype=torch.long), 0)
+        packed = torch.ops.quantized.linear_prepack(q, None if self.bias is None else self.bias.index_select(0, ids))
+        reduce_range = self.reduce_range
+        return lambda x: torch.ops.quantized.linear_dynamic(x, packed, reduce_range).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, reduce_range={self.reduce_range}"
+
+
 class QuantizedStackedRNN(nn.Module):
-    """A unidirectional stacked ``nn.LSTM``/``nn.GRU`` as int8 dynamic cells, one per layer.
+    """A unidirectional stacked ``nn.LSTM``/``nn.GRU`` as int8 cells, one per layer.
 
     Same interface as the module it replaces where nmtkit uses one: :meth:`step` for
     :func:`~nmtkit.models.common.rnn_step` (beam-search layout ``[N, layers, H]``) and
     :meth:`forward` for a ``batch_first`` sequence call with PyTorch's ``[layers, N, H]`` states.
     """
 
-    def __init__(self, rnn: nn.LSTM | nn.GRU) -> None:
+    def __init__(self, rnn: nn.LSTM | nn.GRU, full_range: bool) -> None:
         super().__init__()
         if rnn.bidirectional or not rnn.batch_first:
             raise ValueError("QuantizedStackedRNN takes a unidirectional batch_first RNN")
-        from torch.ao.nn.quantized import dynamic as qd
-
         self.is_lstm = isinstance(rnn, nn.LSTM)
         self.num_layers = rnn.num_layers
         self.hidden_size = rnn.hidden_size
-        cells = []
-        for k in range(rnn.num_layers):
-            w_ih = getattr(rnn, f"weight_ih_l{k}")
-            float_cell = (nn.LSTMCell if self.is_lstm else nn.GRUCell)(w_ih.size(1), rnn.hidden_size, bias=rnn.bias)
-            with torch.no_grad():
-                float_cell.weight_ih.copy_(w_ih)
-                float_cell.weight_hh.copy_(getattr(rnn, f"weight_hh_l{k}"))
-                if rnn.bias:
-                    float_cell.bias_ih.copy_(getattr(rnn, f"bias_ih_l{k}"))
-                    float_cell.bias_hh.copy_(getattr(rnn, f"bias_hh_l{k}"))
-            float_cell.qconfig = torch.ao.quantization.default_dynamic_qconfig
-            q_cls = qd.LSTMCell if self.is_lstm else qd.GRUCell
-            cells.append(q_cls.from_float(float_cell))
-        self.cells = nn.ModuleList(cells)
+
+        def product(kind: str, k: int) -> Int8Linear:
+            return Int8Linear(getattr(rnn, f"weight_{kind}_l{k}"), getattr(rnn, f"bias_{kind}_l{k}", None), full_range)
+
+        self.ih = nn.ModuleList(product("ih", k) for k in range(rnn.num_layers))
+        self.hh = nn.ModuleList(product("hh", k) for k in range(rnn.num_layers))
 
     def step(self, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
         """One time step; the contract of :func:`~nmtkit.models.common.rnn_step` (eval only)."""
         hs, cs = [], []
         inp = x
-        for k, cell in enumerate(self.cells):
+        for k in range(self.num_layers):
+            h_k = h[:, k].contiguous()
             if self.is_lstm:
                 assert c is not None
-                h_k, c_k = cell(inp, (h[:, k], c[:, k]))
+                h_k, c_k = lstm_update(self.ih[k](inp) + self.hh[k](h_k), c[:, k])
                 cs.append(c_k)
             else:
-                h_k = cell(inp, h[:, k])
+                h_k = gru_update(self.ih[k](inp), self.hh[k](h_k), h_k)
             hs.append(h_k)
             inp = h_k
         return inp, torch.stack(hs, dim=1), (torch.stack(cs, dim=1) if self.is_lstm else None)
@@ -103,65 +162,34 @@ class QuantizedStackedRNN(nn.Module):
         return torch.stack(outs, dim=1), final
 
 
-def int8_output_rows(linear: nn.Module, ids: Tensor):  # noqa: ANN201 - a function of x
-    """Output units ``ids`` of torch's int8 dynamic ``Linear`` as a function of ``x`` (shortlists).
-
-    Unpacking the int8 weight costs ~10 ms for a large vocabulary: once per layer, not per batch;
-    keyed on the packed weights, so new weights (``set_weight_bias``, ``load_state_dict``) unpack
-    again.  The rows are packed once per batch and run by the op ``qd.Linear.forward`` runs (a
-    ``qd.Linear`` built per batch packed a dummy weight first).  Per-row scales stay with their
-    rows: torch's ``index_select`` takes per-tensor quantised tensors only, so the integer rows,
-    scales and zero points are cut apart."""
-    packed = linear._packed_params._packed_params
-    cached = getattr(linear, "_nmtkit_unpacked", None)
-    if cached is None or cached[0] is not packed:
-        weight, bias = linear._weight_bias()
-        per_row = weight.qscheme() != torch.per_tensor_affine
-        if per_row and weight.q_per_channel_axis() != 0:
-            raise ValueError("int8 output rows need per-row (axis 0) scales")
-        parts = (weight.int_repr(), weight.q_per_channel_scales(), weight.q_per_channel_zero_points()) if per_row else None
-        cached = linear._nmtkit_unpacked = (packed, None if per_row else weight, bias, parts)
-    _, weight, bias, parts = cached
-    if parts is None:
-        rows = weight.index_select(0, ids)
-    else:
-        ints, scales, zero_points = parts
-        rows = torch._make_per_channel_quantized_tensor(ints.index_select(0, ids), scales.index_select(0, ids),
-                                                        zero_points.index_select(0, ids), 0)
-    packed_rows = torch.ops.quantized.linear_prepack(rows, None if bias is None else bias.index_select(0, ids))
-    reduce_range = not (linear.version is None or linear.version < 4)  # as qd.Linear.forward decides
-    return lambda x: torch.ops.quantized.linear_dynamic(x, packed_rows, reduce_range).to(x.dtype)
-
-
 def _register_hooks() -> None:
     """Tell the models' shared step and output-layer code how to run the int8 modules."""
-    from torch.ao.nn.quantized import dynamic as qd
-
     RNN_STEPS[QuantizedStackedRNN] = lambda rnn, x, h, c: rnn.step(x, h, c)
-    OUTPUT_ROW_SELECTORS[qd.Linear] = int8_output_rows
+    OUTPUT_ROW_SELECTORS[Int8Linear] = lambda layer, ids: layer.rows(ids)
 
 
 _register_hooks()
 
 
-def quantize_model(model: nn.Module) -> nn.Module:
-    """Quantise one model (in place, returned for convenience); see the module docstring."""
+def quantize_model(model: nn.Module, full_range: Optional[bool] = None) -> nn.Module:
+    """Quantise one model (in place, returned for convenience); see the module docstring.
+    ``full_range``: 8-bit activations (default: where the CPU has VNNI)."""
     from torch.ao.quantization import quantize_dynamic
 
+    if full_range is None:
+        full_range = full_range_activations()
     model.eval()
+    encoder_rnns = {id(m.rnn) for m in model.modules() if isinstance(m, RNNEncoder)}
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, (nn.LSTM, nn.GRU)) and id(child) not in encoder_rnns:
+                setattr(parent, name, QuantizedStackedRNN(child, full_range))
+            elif isinstance(child, nn.Linear):
+                setattr(parent, name, Int8Linear.from_linear(child, full_range))
     # torch.ao warns that eager quantisation is deprecated on every call; a user cannot act on it
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # decoder RNNs first: they are stepped as cells, so they get QuantizedStackedRNN
-        encoder_rnns = {id(m.rnn) for m in model.modules() if isinstance(m, RNNEncoder)}
-        for parent in list(model.modules()):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, (nn.LSTM, nn.GRU)) and id(child) not in encoder_rnns:
-                    setattr(parent, name, QuantizedStackedRNN(child))
-                elif isinstance(child, Linear):  # torch quantises the exact type nn.Linear only
-                    setattr(parent, name, as_plain_linear(child))
-        qconfigs = {nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig,
-                    nn.LSTM: torch.ao.quantization.default_dynamic_qconfig,  # torch's int8 RNNs: per-tensor only
+        qconfigs = {nn.LSTM: torch.ao.quantization.default_dynamic_qconfig,  # torch's int8 RNNs: per-tensor only
                     nn.GRU: torch.ao.quantization.default_dynamic_qconfig}
         quantize_dynamic(model, qconfigs, dtype=torch.qint8, inplace=True)
     return model

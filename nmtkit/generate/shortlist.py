@@ -28,10 +28,22 @@ model's lowercasing when it lowercases; each target entry goes through the model
 text pipeline (tokenizer, lowercasing, BPE) and **all** its pieces join the shortlist (and the
 entry itself, when it already is a piece of the target dictionary, so a table made on BPE'd
 text works as well).
+
+Compiled shortlists: reading a text table and running its targets through the target pipeline
+costs about 0.35 s of every translate command's start-up (bench/RESULTS.md), the same work
+each time for one model and table.  ``nmtkit shortlist`` does it once (as Marian's
+``marian-conv --shortlist`` and Sockeye's ``sockeye-lexicon create`` do) and writes an ``.npz``
+archive: for every source key, its target ids sorted with the rank of the first table entry
+that brought each in, so any ``--shortlist-k`` selects the same ids as the text table would.
+``--shortlist`` reads either kind; a compiled one records a fingerprint of the model's target
+dictionary, target pipeline and source lowercasing, and another model is refused.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import zipfile
 from typing import Callable, Iterable, Optional, Sequence
 
 import numpy as np
@@ -39,61 +51,48 @@ import torch
 from torch import Tensor
 
 from nmtkit.data.dictionary import SPECIALS, Dictionary
-from nmtkit.data.text_pipeline import TextPipeline
-from nmtkit.errors import NmtkitError
 from nmtkit.data.lexicon import iter_lexicon_entries
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.textio import atomic_write
+
+#: A compiled shortlist is an ``.npz`` archive, which is a zip file.
+ZIP_MAGIC = b"PK\x03\x04"
+COMPILED_FORMAT = "nmtkit-shortlist"
+COMPILED_VERSION = 1
+COMPILED_ARRAYS = ("meta", "keys", "key_offsets", "ids", "ranks")
 
 
 class Shortlist:
     """Source word -> target ids of its top-``k`` translations, plus the always-allowed ids.
 
-    A word's targets go through the target pipeline (tokenizer, BPE) only when an input first
-    contains the word: most of a table's words never occur in one input, and BPE of every target
-    of a whole table was most of ``--shortlist``'s start-up time (bench/RESULTS.md)."""
+    ``key_ids`` gives a source key's target ids (sorted, unique; None: not in the table) from a
+    text table (:class:`TextTable`) or a compiled one (:class:`CompiledTable`)."""
 
-    def __init__(self, targets: dict[str, list[str]], target_ids: Callable[[str], list[int]], vocab_size: int,
-                 frequent: int, copyable: Optional[dict[str, int]] = None) -> None:
-        """``targets``: source key -> its ranked target entries; ``target_ids``: entry -> its
-        target ids; ``copyable``: target symbol -> id, for the copy rule (None: no copying)."""
+    def __init__(self, key_ids: Callable[[str], Optional[np.ndarray]], vocab_size: int, frequent: int,
+                 copyable: Optional[dict[str, int]] = None) -> None:
+        """``copyable``: target symbol -> id, for the copy rule (None: no copying)."""
         if frequent < 0:
             raise NmtkitError(f"--shortlist-frequent must not be negative, got {frequent}")
-        self.targets = targets
+        self.key_ids = key_ids
         self.vocab_size = vocab_size
         self.copyable = copyable or {}
         self.base = np.arange(min(vocab_size, len(SPECIALS) + frequent), dtype=np.int64)
-        self._target_ids = target_ids
-        self._entry_ids: dict[str, list[int]] = {}
-        self._key_ids: dict[str, np.ndarray] = {}
 
     @classmethod
     def load(cls, path: str | os.PathLike, tgt_pipe: TextPipeline, tgt_dict: Dictionary, *,
              k: int = 50, frequent: int = 100, lowercase_source: bool = False) -> "Shortlist":
-        """Read a lexical table (see the module docstring); a bad line is an error naming file:line."""
+        """Read a text lexical table or a compiled shortlist (see the module docstring); a bad
+        line is an error naming file:line, a compiled shortlist of another model an error too."""
         if k < 1:
             raise NmtkitError(f"--shortlist-k must be at least 1, got {k}")
-        ranked: dict[str, list[tuple[float, int, str]]] = {}
-        for lineno, src, tgt, count in iter_lexicon_entries(path):
-            key = src.lower() if lowercase_source else src
-            # no count: file order ranks (an earlier line first)
-            ranked.setdefault(key, []).append((-(count if count is not None else 0.0), lineno, tgt))
-        targets = {key: [tgt for _, _, tgt in sorted(entries)[:k]] for key, entries in ranked.items()}
-        shortlist = cls(targets, lambda entry: _target_ids(entry, tgt_pipe, tgt_dict), len(tgt_dict), frequent,
-                        copyable=tgt_dict.index)
-        if targets:  # one word now: a pipeline that cannot run fails here, before any output
-            shortlist.ids_of(next(iter(targets)))
-        return shortlist
-
-    def ids_of(self, key: str) -> Optional[np.ndarray]:
-        """Sorted unique target ids of a source key's translations (None: not in the table)."""
-        ids = self._key_ids.get(key)
-        if ids is None and key in self.targets:
-            pieces: list[int] = []
-            for entry in self.targets[key]:
-                if entry not in self._entry_ids:
-                    self._entry_ids[entry] = self._target_ids(entry)
-                pieces.extend(self._entry_ids[entry])
-            ids = self._key_ids[key] = np.unique(np.asarray(pieces, dtype=np.int64))
-        return ids
+        if is_compiled(path):
+            table = CompiledTable.read(path, model_fingerprint(tgt_pipe, tgt_dict, lowercase_source), len(tgt_dict))
+            return cls(lambda key: table.ids_of(key, k), len(tgt_dict), frequent, copyable=tgt_dict.index)
+        text = TextTable(ranked_targets(path, lowercase_source, k), tgt_pipe, tgt_dict)
+        if text.targets:  # one word now: a pipeline that cannot run fails here, before any output
+            text.ids_of(next(iter(text.targets)))
+        return cls(text.ids_of, len(tgt_dict), frequent, copyable=tgt_dict.index)
 
     def ids_for(self, sentences: Iterable[Iterable[str]]) -> Tensor:
         """The batch's shortlist: sorted unique target ids for sentences given as their words,
@@ -105,7 +104,7 @@ class Shortlist:
             for key in keys:
                 if key not in seen:
                     seen.add(key)
-                    ids = self.ids_of(key)
+                    ids = self.key_ids(key)
                     if ids is not None:
                         parts.append(ids)
                     if key in self.copyable:
@@ -114,12 +113,153 @@ class Shortlist:
         return torch.from_numpy(np.unique(np.concatenate(parts)))
 
 
-def _target_ids(entry: str, pipe: TextPipeline, dictionary: Dictionary) -> list[int]:
-    """The dictionary ids of a target entry's pieces (and of the entry itself, if a symbol);
-    unknown pieces are left out (``<unk>`` is always in the shortlist)."""
-    ids = [dictionary.index[entry]] if entry in dictionary else []
-    ids.extend(dictionary.index[p] for p in pipe.apply_bpe(pipe.tokenize(entry)) if p in dictionary)
-    return ids
+def ranked_targets(path: str | os.PathLike, lowercase_source: bool, k: Optional[int] = None) -> dict[str, list[str]]:
+    """Source key -> its table targets, best first (highest count; without counts, file order),
+    the first ``k`` of them (None: all)."""
+    ranked: dict[str, list[tuple[float, int, str]]] = {}
+    for lineno, src, tgt, count in iter_lexicon_entries(path):
+        key = src.lower() if lowercase_source else src
+        ranked.setdefault(key, []).append((-(count if count is not None else 0.0), lineno, tgt))
+    return {key: [tgt for _, _, tgt in sorted(entries)[:k]] for key, entries in ranked.items()}
+
+
+class TextTable:
+    """A text table's keys -> target ids.  A word's targets go through the target pipeline
+    (tokenizer, BPE) only when an input first contains the word: most of a table's words never
+    occur in one input, and BPE of every target of a whole table was most of ``--shortlist``'s
+    start-up time (bench/RESULTS.md)."""
+
+    def __init__(self, targets: dict[str, list[str]], tgt_pipe: TextPipeline, tgt_dict: Dictionary) -> None:
+        self.targets = targets
+        self.pipe, self.dictionary = tgt_pipe, tgt_dict
+        self._entry_ids: dict[str, list[int]] = {}
+        self._key_ids: dict[str, np.ndarray] = {}
+
+    def entry_ids(self, entry: str) -> list[int]:
+        """The dictionary ids of a target entry's pieces (and of the entry itself, if a symbol);
+        unknown pieces are left out (``<unk>`` is always in the shortlist)."""
+        ids = self._entry_ids.get(entry)
+        if ids is None:
+            d = self.dictionary
+            ids = [d.index[entry]] if entry in d else []
+            ids.extend(d.index[p] for p in self.pipe.apply_bpe(self.pipe.tokenize(entry)) if p in d)
+            self._entry_ids[entry] = ids
+        return ids
+
+    def ids_of(self, key: str) -> Optional[np.ndarray]:
+        """Sorted unique target ids of a source key's translations (None: not in the table)."""
+        ids = self._key_ids.get(key)
+        if ids is None and key in self.targets:
+            pieces = [i for entry in self.targets[key] for i in self.entry_ids(entry)]
+            ids = self._key_ids[key] = np.unique(np.asarray(pieces, dtype=np.int64))
+        return ids
+
+
+class CompiledTable:
+    """A compiled shortlist in memory: per key, its sorted target ids and each one's rank."""
+
+    def __init__(self, keys: dict[str, int], key_offsets: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> None:
+        self.keys, self.key_offsets, self.ids, self.ranks = keys, key_offsets, ids, ranks
+        self._cache: dict[str, Optional[np.ndarray]] = {}
+
+    def ids_of(self, key: str, k: int) -> Optional[np.ndarray]:
+        """Sorted unique target ids of the key's first ``k`` table entries (None: not in the table)."""
+        if key in self._cache:
+            return self._cache[key]
+        i = self.keys.get(key)
+        ids = None
+        if i is not None:
+            a, b = int(self.key_offsets[i]), int(self.key_offsets[i + 1])
+            ids = self.ids[a:b][self.ranks[a:b] < k].astype(np.int64)
+        self._cache[key] = ids
+        return ids
+
+    @classmethod
+    def read(cls, path: str | os.PathLike, fingerprint: str, vocab_size: int) -> "CompiledTable":
+        """Load and check a compiled shortlist; anything wrong is a one-line error naming ``path``."""
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                missing = [name for name in COMPILED_ARRAYS if name not in npz.files]
+                if missing:
+                    raise InputError(path, None, f"not a compiled nmtkit shortlist (no {', '.join(missing)})")
+                arrays = {name: npz[name] for name in COMPILED_ARRAYS}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+            raise InputError(path, None, f"cannot read the compiled shortlist: {exc}") from None
+        try:
+            meta = json.loads(arrays["meta"].tobytes().decode("utf-8"))
+            keys = arrays["keys"].tobytes().decode("utf-8").split("\n") if arrays["keys"].size else []
+        except (UnicodeDecodeError, ValueError):
+            raise InputError(path, None, "not a compiled nmtkit shortlist (unreadable header)") from None
+        if not isinstance(meta, dict) or meta.get("format") != COMPILED_FORMAT:
+            raise InputError(path, None, "not a compiled nmtkit shortlist")
+        if meta.get("version") != COMPILED_VERSION:
+            raise InputError(path, None, f"compiled shortlist version {meta.get('version')!r} is not supported "
+                             f"(this nmtkit reads version {COMPILED_VERSION}); compile it again with nmtkit shortlist")
+        if meta.get("fingerprint") != fingerprint:
+            raise InputError(path, None, "was compiled for another model (target dictionary, target text pipeline "
+                             "or source lowercasing differ); compile it again with nmtkit shortlist --path MODEL")
+        offsets, ids, ranks = arrays["key_offsets"], arrays["ids"], arrays["ranks"]
+        ok = (
+            offsets.dtype == np.int64 and ids.dtype == np.int32 and ranks.dtype == np.int32
+            and offsets.ndim == ids.ndim == ranks.ndim == 1 and offsets.size == len(keys) + 1
+            and ids.size == ranks.size and (offsets.size == 0 or (offsets[0] == 0 and offsets[-1] == ids.size))
+            and bool((np.diff(offsets) >= 0).all()) and bool(((ids >= 0) & (ids < vocab_size)).all())
+            and bool((ranks >= 0).all()) and len(set(keys)) == len(keys)
+        )
+        if not ok:
+            raise InputError(path, None, "is a damaged compiled shortlist (its arrays do not fit together)")
+        return cls({key: i for i, key in enumerate(keys)}, offsets, ids, ranks)
+
+
+def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_pipe: TextPipeline,
+                      tgt_dict: Dictionary, lowercase_source: bool,
+                      progress: Optional[Callable[[int], None]] = None) -> tuple[int, int]:
+    """Write the compiled form of a text ``table`` for one model to ``output`` (atomically);
+    returns (source keys, target ids stored).  ``progress(n)`` is called per ``n`` keys done."""
+    text = TextTable(ranked_targets(table, lowercase_source), tgt_pipe, tgt_dict)
+    keys, offsets, all_ids, all_ranks = [], [0], [], []
+    for key, entries in text.targets.items():
+        if "\n" in key:  # split_words never yields one, but a key must not break the list apart
+            continue
+        first: dict[int, int] = {}
+        for rank, entry in enumerate(entries):
+            for i in text.entry_ids(entry):
+                first.setdefault(i, rank)
+        order = sorted(first)
+        keys.append(key)
+        all_ids.extend(order)
+        all_ranks.extend(first[i] for i in order)
+        offsets.append(len(all_ids))
+        if progress is not None:
+            progress(1)
+    meta = {"format": COMPILED_FORMAT, "version": COMPILED_VERSION,
+            "fingerprint": model_fingerprint(tgt_pipe, tgt_dict, lowercase_source), "table": os.fspath(table)}
+    arrays = {
+        "meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
+        "keys": np.frombuffer("\n".join(keys).encode("utf-8"), dtype=np.uint8),
+        "key_offsets": np.asarray(offsets, dtype=np.int64),
+        "ids": np.asarray(all_ids, dtype=np.int32),
+        "ranks": np.asarray(all_ranks, dtype=np.int32),
+    }
+    with atomic_write(output, "wb", encoding=None) as fh:
+        np.savez(fh, **arrays)
+    return len(keys), len(all_ids)
+
+
+def is_compiled(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a compiled shortlist (an ``.npz``, i.e. zip, archive) rather than text."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(ZIP_MAGIC)) == ZIP_MAGIC
+    except OSError:
+        return False  # the text reader names the problem
+
+
+def model_fingerprint(tgt_pipe: TextPipeline, tgt_dict: Dictionary, lowercase_source: bool) -> str:
+    """What a compiled shortlist depends on: the target dictionary and text pipeline (the ids of
+    a table entry's pieces) and the source lowercasing (its keys)."""
+    desc = {"tgt_dict": tgt_dict.checksum(), "tgt_pipeline": tgt_pipe.description(), "lowercase_source": lowercase_source}
+    return hashlib.sha256(json.dumps(desc, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def check_shortlist(ids: Tensor, vocab_size: int) -> None:

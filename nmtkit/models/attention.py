@@ -38,7 +38,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from nmtkit.models.gemm import Linear, LoopWeight
+from nmtkit.models.gemm import Linear, LoopWeight, tanh
 
 ATTENTION_TYPES = ("none", "global", "local-m", "local-p")
 SCORE_FUNCTIONS = ("dot", "general", "concat", "location")
@@ -120,7 +120,7 @@ class LuongAttention(nn.Module):
             return torch.bmm(query, keys.transpose(1, 2))
         if self.score == "concat":
             keys = self.W_k(states) if keys is None else keys
-            hidden = torch.tanh(self.W_q(query).unsqueeze(2) + keys.unsqueeze(1))  # [B,T,S,H]
+            hidden = tanh(self.W_q(query).unsqueeze(2) + keys.unsqueeze(1))  # [B,T,S,H]
             return self.v_a(hidden).squeeze(-1)
         # location: one score per absolute position, independent of the annotations
         src_len = states.size(1)
@@ -138,7 +138,7 @@ class LuongAttention(nn.Module):
             if steps is None:
                 raise ValueError("local-m attention needs the target step of each query")
             return torch.minimum(steps.to(query.dtype), lengths - 1)
-        gate = torch.sigmoid(self.v_p(torch.tanh(self.W_p(query)))).squeeze(-1)  # [B, T]
+        gate = torch.sigmoid(self.v_p(tanh(self.W_p(query)))).squeeze(-1)  # [B, T]
         return lengths * gate
 
     def forward(
@@ -198,7 +198,7 @@ class AdditiveAttention(nn.Module):
         ``context_product`` (see :meth:`LuongAttention.loop_products`)."""
         grouped = query.dim() == 3
         q = query if grouped else query.unsqueeze(1)
-        energy = self.v_a(torch.tanh(self.W_a(q).unsqueeze(2) + keys.unsqueeze(1))).squeeze(-1)  # [B, G, S]
+        energy = self.v_a(tanh(self.W_a(q).unsqueeze(2) + keys.unsqueeze(1))).squeeze(-1)  # [B, G, S]
         weights = masked_softmax(energy, mask.unsqueeze(1))
         context = torch.bmm(weights, states) if context_product is None else context_product(weights)
         return (context, weights) if grouped else (context.squeeze(1), weights.squeeze(1))

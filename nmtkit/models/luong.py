@@ -48,7 +48,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
-from nmtkit.models.gemm import Linear, LoopWeight, linear, lstm_update
+from nmtkit.models.gemm import Linear, LoopWeight, linear, lstm_update, tanh
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -166,7 +166,7 @@ class LuongModel(Seq2SeqModel):
         h, c = batch_first(join_directions(h_n)), batch_first(join_directions(c_n))  # [B, L, annotation]
         bsz, layers, size = h.shape
         out = self.cfg.hidden_size
-        h0 = torch.tanh(self.bridge_h(h.reshape(bsz, layers * size))).view(bsz, layers, out)
+        h0 = tanh(self.bridge_h(h.reshape(bsz, layers * size))).view(bsz, layers, out)
         c0 = self.bridge_c(c.reshape(bsz, layers * size)).view(bsz, layers, out)
         return h0, c0
 
@@ -210,7 +210,7 @@ class LuongModel(Seq2SeqModel):
         context, weights = self.attention(query, enc.states, enc.mask, enc.extra.get("keys"), steps, products)
         if g > 1:
             context, weights = context.reshape(n, t, -1), weights.reshape(n, t, -1)
-        return torch.tanh((w_c or self.W_c)(torch.cat([context, top], dim=-1))), weights
+        return tanh((w_c or self.W_c)(torch.cat([context, top], dim=-1))), weights
 
     def _step(
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput
@@ -322,6 +322,6 @@ class LuongModel(Seq2SeqModel):
         logits = self.output_projection(self.output_dropout(htilde))
         w, split = self.W_c.weight, enc.states.size(-1)
         loglik = context_log_likelihoods(linear(top, w[:, split:]), linear(enc.states, w[:, :split]),
-                                         lambda x: self.output_projection(torch.tanh(x)), targets, src_lengths,
+                                         lambda x: self.output_projection(tanh(x)), targets, src_lengths,
                                          self.output_projection.out_features)
         return logits, attention_posterior(attn, loglik, enc.mask)

@@ -39,7 +39,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder
-from nmtkit.models.gemm import Linear
+from nmtkit.models.gemm import Linear, tanh
 from nmtkit.models.registry import register_model
 
 
@@ -115,7 +115,7 @@ class RNNEncDecModel(Seq2SeqModel):
     def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
         if self.bahdanau:
             summary = enc.extra["context"]
-            s0 = torch.tanh(self.W_s(summary)).view(summary.size(0), self.cfg.layers, self.cfg.hidden_size)
+            s0 = tanh(self.W_s(summary)).view(summary.size(0), self.cfg.layers, self.cfg.hidden_size)
             return {"h": s0}
         state = {"h": enc.extra["h0"]}
         if self.is_lstm:

@@ -33,7 +33,7 @@ from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
 from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
-from nmtkit.models.gemm import Linear, LoopWeight, linear
+from nmtkit.models.gemm import Linear, LoopWeight, linear, tanh
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
 
@@ -100,7 +100,7 @@ class RNNSearchModel(Seq2SeqModel):
 
     def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
         init = enc.extra["backward_first"]
-        s0 = torch.tanh(self.W_s(init)).view(init.size(0), self.cfg.layers, self.cfg.hidden_size)
+        s0 = tanh(self.W_s(init)).view(init.size(0), self.cfg.layers, self.cfg.hidden_size)
         return {"s": s0}
 
     def _step(

@@ -140,6 +140,16 @@ def shortlist_table(ckpt: Path, data_dir: Path, out: Path, min_count: int = 1) -
     return table
 
 
+def compiled_shortlist(ckpt: Path, table: Path) -> Path:
+    """``table`` compiled for ``ckpt`` by ``nmtkit-shortlist`` (not timed: done once per model and
+    table, as Marian's ``marian-conv --shortlist``), written beside it; the translations are the
+    text table's (tests/test_shortlist.py), without its start-up cost."""
+    compiled = table.with_suffix(".npz")
+    bl.run_cmd([bl.nmtkit_bin("nmtkit-shortlist"), "--path", ckpt, "--table", table, "-o", compiled],
+               table.with_suffix(".compile.log"))
+    return compiled
+
+
 def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, data: Path,
                  paths: list[str]) -> tuple[str, list[str], list[dict]]:
     """test2016 beam 5, batch 64, of each seed's best checkpoint in every DECODE_PATHS precision at 1
@@ -155,12 +165,13 @@ def decode_speed(wdir: Path, seeds: list[int], ref: Path, src: str, tgt: str, da
         one.write_text(raw.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
         for seed in seeds:
             ckpt = wdir / f"seed{seed}" / "checkpoint_best.pt"
-            table = shortlist_table(ckpt, wdir / "data", wdir / f"seed{seed}") if any("shortlist" in p for p in paths) else None
+            table = (compiled_shortlist(ckpt, shortlist_table(ckpt, wdir / "data", wdir / f"seed{seed}"))
+                     if any("shortlist" in p for p in paths) else None)
             fp32_bleu = score(hyp_fp32, ref)[0] if (hyp_fp32 := wdir / f"test2016.seed{seed}-best.hyp.{tgt}").exists() else None
             for threads in (1, 2):
                 for label in paths:
                     flags = [str(table) if a == "{table}" else a for a in DECODE_PATHS[label]]
-                    cmd = ["nmtkit-translate", "--path", ckpt, "--beam", "5", "--batch-size", "64", "--threads", threads,
+                    cmd = [bl.nmtkit_bin("nmtkit-translate"), "--path", ckpt, "--beam", "5", "--batch-size", "64", "--threads", threads,
                            "--quiet", *flags]
                     hyp = Path(tmp) / f"seed{seed}.{label}.t{threads}.{tgt}"
                     full = min((bl.run_cmd(cmd, stdin=raw, stdout=hyp, quiet=True) for _ in range(2)), key=lambda r: r.wall)

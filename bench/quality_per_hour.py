@@ -247,7 +247,7 @@ def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam:
     ``-output /dev/stdout`` would truncate a redirected stdout under its own timing line."""
     env = bl.thread_env(threads)
     if system.startswith("nmtkit"):
-        return ["nmtkit-translate", "--path", ckpt, "--beam", beam, "--batch-size", BATCH, "--threads", threads,
+        return [bl.nmtkit_bin("nmtkit-translate"), "--path", ckpt, "--beam", beam, "--batch-size", BATCH, "--threads", threads,
                 "--device", "cpu", *extra], env, False
     if system == "opennmt":
         return [peer_bin(args, "opennmt", "onmt_translate"), "-model", ckpt, "-src", files[0], "-output", files[1],

@@ -6,8 +6,9 @@ sentences), beam 5, batch 64, 1 thread: float32, ``--quantize int8``, and int8 w
 shortlist whose lexical table keeps target words seen at least once or at least twice with a
 source word (``nmtkit-align --build-dict --dict-min-count``), at several ``--shortlist-k``.
 Each row gives the wall time of the whole command (fastest of ``--repeat``), sentences/s,
-BLEU and chrF, and how many output lines differ from int8 without a shortlist (what the
-shortlist alone changes).  bench/translate_speed.py uses the table and k chosen here; test2016
+BLEU and chrF, and how many output lines differ from float32 (the target: int8 with a shortlist
+within 0.3 BLEU of float32) and from int8 without a shortlist (what the shortlist alone
+changes).  The tables are compiled for the model by ``nmtkit-shortlist`` (not timed).  bench/translate_speed.py uses the table and k chosen here; test2016
 is not read.
 
     python bench/shortlist_valid.py --work /root/qph --record
@@ -20,7 +21,7 @@ import shlex
 from pathlib import Path
 
 import benchlib as bl
-from quality import shortlist_table
+from quality import compiled_shortlist, shortlist_table
 from quality_per_hour import decode_cmd, scores, sources, translate
 
 #: label -> (extra flags, table min-count or None)
@@ -46,7 +47,7 @@ def main() -> None:
     run = json.loads((work / args.nmtkit_run / "eval.json").read_text())
     ckpt, out = Path(run["best"]["path"]), work / "shortlist_valid"
     out.mkdir(exist_ok=True)
-    tables = {mc: shortlist_table(ckpt, work / "data", out, min_count=mc) for mc in (1, 2)}
+    tables = {mc: compiled_shortlist(ckpt, shortlist_table(ckpt, work / "data", out, min_count=mc)) for mc in (1, 2)}
     src = sources(args, "valid", work / "bpe")
     ref = Path(f"{bl.raw_prefix(args.data, 'valid')}.de")
     n_sent = bl.count_lines(src[False])
@@ -65,13 +66,13 @@ def main() -> None:
                         "hyp": hyp})
         print(f"{label}: {n_sent / best.wall:.1f} sent/s, BLEU {sc['bleu']}", flush=True)
     load_after = bl.uptime_line()
-    int8 = next(r for r in results if r["path"] == "int8")
+    fp32, int8 = (next(r for r in results if r["path"] == p) for p in ("fp32", "int8"))
     rows = [[r["path"], f"{r['wall']:.2f}", f"{r['sent_s']:.1f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}",
-             differing_lines(r["hyp"], int8["hyp"])] for r in results]
+             differing_lines(r["hyp"], fp32["hyp"]), differing_lines(r["hyp"], int8["hyp"])] for r in results]
     body = (f"Model: {args.nmtkit_run} ({ckpt.name}), Multi30k valid ({n_sent} sentences), beam 5, batch 64, 1 thread, "
             "fastest of the repeats (whole command). mc = the table's --dict-min-count, k = --shortlist-k, 100 frequent "
-            "targets. Lines changed: output lines that differ from int8 without a shortlist.\n\n"
-            + bl.md_table(["path", "wall s", "sent/s", "BLEU", "chrF", "lines changed"], rows) + "\n")
+            "targets. Lines changed: output lines that differ from float32, and from int8 without a shortlist.\n\n"
+            + bl.md_table(["path", "wall s", "sent/s", "BLEU", "chrF", "lines changed vs fp32", "vs int8"], rows) + "\n")
     print(body)
     if args.record:
         bl.append_results(bl.section("CPU fast paths on valid: int8 and shortlist tables", bl.machine_info(), load_before,

@@ -13,7 +13,8 @@ Paths, each with the BLEU and chrF of its own output:
   ``marian-fp32``;
 * fast paths: nmtkit ``bf16``, ``int8`` and ``int8+shortlist`` (the table: the model
   force-aligns its training data, top 50 per source word among every pair seen at least once,
-  plus the 100 most frequent targets; chosen on valid by bench/shortlist_valid.py);
+  plus the 100 most frequent targets; chosen on valid by bench/shortlist_valid.py), compiled
+  for the model by ``nmtkit-shortlist`` (not timed, as Marian's shortlist is made untimed);
   Marian ``packed8`` (``--gemm-type packed8``) and ``packed8+shortlist`` (``--shortlist lex 100
   50``: the same 100 + 50, from eflomal alignments of the same BPE training pieces).
 
@@ -92,9 +93,10 @@ def main() -> None:
         raise SystemExit(f"no evaluated nmtkit model in {work}: run bench/quality_per_hour.py first")
     txt, out = work / "bpe", work / "translate_speed"
     out.mkdir(exist_ok=True)
-    from quality import shortlist_table
+    from quality import compiled_shortlist, shortlist_table
 
-    files = {"{table}": str(shortlist_table(Path(runs[nmtkit_run]["best"]["path"]), work / "data", out))}
+    nmtkit_ckpt = Path(runs[nmtkit_run]["best"]["path"])
+    files = {"{table}": str(compiled_shortlist(nmtkit_ckpt, shortlist_table(nmtkit_ckpt, work / "data", out)))}
     if "marian" in runs:
         files["{lex}"] = str(marian_lex(args, txt, out))
     test = sources(args, "test", txt)

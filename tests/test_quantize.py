@@ -19,7 +19,7 @@ from nmtkit.cli.translate import command as translate
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import beam_search
 from nmtkit.generate.bundle import load_ensemble
-from nmtkit.generate.quantize import QuantizedStackedRNN, check_quantize, quantize_ensemble
+from nmtkit.generate.quantize import QuantizedRNN, check_quantize, quantize_ensemble
 from tests.conftest import search_options
 
 VARIANTS = [
@@ -51,7 +51,7 @@ def test_every_model_type_runs_quantized_and_stays_close(tmp_path, arch, overrid
     member = q.models[0]
     assert not any(isinstance(m, (nn.Linear, nn.LSTM, nn.GRU)) for m in member.modules())  # all float layers replaced
     if arch != "rnnencdec_tiny" or overrides:
-        assert any(isinstance(m, QuantizedStackedRNN) for m in member.modules())
+        assert any(isinstance(m, QuantizedRNN) for m in member.modules())
     src, lengths = _batch(len(ref.src_dict))
     with torch.inference_mode():
         states = [m.init_decoder_state(e) for m, e in ((ref, ref.encode(src, lengths)), (q, q.encode(src, lengths)))]
@@ -74,7 +74,7 @@ def test_quantized_ensemble(tmp_path):
     ref, _ = load_ensemble(paths)
     q, _ = load_ensemble(paths)
     quantize_ensemble(q, "int8", torch.device("cpu"))
-    assert all(isinstance(m.decoder, QuantizedStackedRNN) for m in q.models)  # every member quantised
+    assert all(isinstance(m.decoder, QuantizedRNN) for m in q.models)  # every member quantised
     src, lengths = _batch(len(ref.src_dict))
     prev = torch.full((3,), 1, dtype=torch.long)
     with torch.inference_mode():
@@ -159,14 +159,14 @@ def test_int8_linears_have_per_row_scales_and_shortlists_keep_them():
 
 @pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU])
 def test_int8_decoder_cells_follow_the_float_cells(cell):
-    """QuantizedStackedRNN: the same arithmetic as the float stacked RNN, the products rounded to
+    """QuantizedRNN: the same arithmetic as the float stacked RNN, the products rounded to
     int8 (per-row weight scales, so small and large rows alike stay close)."""
-    from nmtkit.generate.quantize import QuantizedStackedRNN
+    from nmtkit.generate.quantize import QuantizedRNN
     from nmtkit.models.common import rnn_step
 
     torch.manual_seed(0)
     rnn = cell(24, 32, num_layers=2, batch_first=True).eval()
-    q = QuantizedStackedRNN(rnn, full_range=False)
+    q = QuantizedRNN(rnn, full_range=False)
     x, h, c = torch.randn(6, 24), torch.randn(6, 2, 32) * 0.5, torch.randn(6, 2, 32)
     c = c if cell is nn.LSTM else None
     with torch.no_grad():
@@ -206,3 +206,28 @@ def test_an_unknown_or_failing_vnni_probe_means_seven_bit_activations(monkeypatc
     assert quantize.full_range_activations() is False
     model = quantize.quantize_model(torch.nn.Sequential(torch.nn.Linear(4, 4)))
     assert model[0].reduce_range is True
+
+
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU])
+def test_int8_bidirectional_encoder_loop_follows_the_float_rnn(cell):
+    """An encoder RNN becomes a QuantizedRNN run by masked_rnn: outputs and final states stay
+    close to the float module's over packed sequences, and padding stays zero."""
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from nmtkit.generate.quantize import QuantizedRNN
+    from nmtkit.models.encoders import masked_rnn
+
+    torch.manual_seed(0)
+    rnn = cell(12, 16, num_layers=2, batch_first=True, bidirectional=True).eval()
+    x, lengths = torch.randn(3, 6, 12), torch.tensor([6, 4, 1])
+    with torch.no_grad():
+        packed, hidden = rnn(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+        ref_out, _ = pad_packed_sequence(packed, batch_first=True, total_length=6)
+        ref_h = hidden[0] if cell is nn.LSTM else hidden
+        out, h_n, c_n = masked_rnn(QuantizedRNN(rnn, full_range=False), x, lengths)
+    assert out.shape == ref_out.shape and (out - ref_out).abs().max() < 0.05
+    assert (out[2, 1:] == 0).all()  # padding of the 1-token sentence
+    assert h_n.shape == ref_h.shape and (h_n - ref_h).abs().max() < 0.05
+    assert (c_n is None) == (cell is nn.GRU)
+    with pytest.raises(ValueError, match="no single step"):
+        QuantizedRNN(rnn, full_range=False).step(x[:, 0], torch.zeros(3, 2, 16))

@@ -211,7 +211,7 @@ def _hypothesis(ended: tuple[Tensor, Tensor, Optional[Tensor]], i: int, score: f
     """Row ``i`` of :meth:`_History.finished`'s result as a :class:`Hypothesis` (attention cut to
     the sentence's real source positions)."""
     f_tok, f_pos, f_att = ended
-    return Hypothesis(tokens=f_tok[i].tolist(), score=score, positional_scores=f_pos[i].float(),
+    return Hypothesis(tokens=f_tok[i].numpy().tolist(), score=score, positional_scores=f_pos[i].float(),
                       attention=None if f_att is None else f_att[i, :, :src_len].float(), length=length)
 
 

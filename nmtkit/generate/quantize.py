@@ -7,25 +7,24 @@ What is quantised:
 
 * every ``Linear`` (output projection, attention, ``W_c``, deep output, bridges) becomes an
   :class:`Int8Linear`: most of a decoder step's FLOPs are the output projection;
-* every decoder ``nn.LSTM``/``nn.GRU`` becomes a :class:`QuantizedStackedRNN`: per layer, its two
-  gate products as :class:`Int8Linear` and the cell's float arithmetic
-  (:func:`~nmtkit.models.gemm.lstm_update`, :func:`~nmtkit.models.gemm.gru_update`).  The
-  decoders are stepped one target position at a time through
-  :func:`nmtkit.models.common.rnn_step`, which reads the float weights of an ``nn.LSTM``
+* every ``nn.LSTM``/``nn.GRU``, decoders and (bidirectional) encoders alike, becomes a
+  :class:`QuantizedRNN`: per layer and direction, its two gate products as :class:`Int8Linear`
+  and the cell's float arithmetic (:func:`~nmtkit.models.gemm.lstm_update`,
+  :func:`~nmtkit.models.gemm.gru_update`).  Decoders are stepped one target position at a time
+  through :func:`nmtkit.models.common.rnn_step`, which reads the float weights of an ``nn.LSTM``
   (``weight_ih_l0`` ...) that a quantised module does not have; this module registers
-  :meth:`QuantizedStackedRNN.step` there (``RNN_STEPS``), and :meth:`Int8Linear.rows` for
-  shortlists (``OUTPUT_ROW_SELECTORS``), so ``nmtkit.models`` stays float-only.  A whole-sequence
-  call (``rnnencdec``) runs the same step over time;
-* the encoder RNNs (inside :class:`~nmtkit.models.encoders.RNNEncoder`) become torch's dynamically
-  quantised ``LSTM``/``GRU``, which read packed sequences as before.
+  :meth:`QuantizedRNN.step` there (``RNN_STEPS``), :meth:`QuantizedRNN.products` for the encoder's
+  step loop (:data:`~nmtkit.models.encoders.RNN_PRODUCTS`: the input products of all steps in one
+  int8 product, where torch's packed int8 RNN made one per step, 14 ms of a 64-sentence batch)
+  and :meth:`Int8Linear.rows` for shortlists (``OUTPUT_ROW_SELECTORS``), so ``nmtkit.models``
+  stays float-only.  A whole-sequence decoder call (``rnnencdec``) runs the same step over time.
 
 How (measured on the 1-hour Multi30k model's valid set, beam 5, against its float32 output;
 bench/RESULTS.md has the benchmark figures):
 
 * **weights**: int8 with one scale per output row.  The rows of a tied output layer differ in
   norm: one scale for the whole matrix cost 0.2 BLEU (39.72 against 39.93), per row none.
-  torch's own int8 cells have one scale per matrix; :class:`QuantizedStackedRNN` has per-row
-  scales too;
+  torch's own int8 RNNs have one scale per matrix; :class:`QuantizedRNN` has per-row scales too;
 * **activations**: quantised per product to unsigned 8 bits.  fbgemm, torch's int8 CPU library,
   by default uses 7 of them ("reduce_range"): without VNNI its AVX2/AVX-512 kernels sum pairs of
   u8 x s8 products in saturating 16 bits.  A CPU with VNNI sums them in 32 bits, so there all
@@ -50,7 +49,7 @@ from torch import Tensor, nn
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.models.common import OUTPUT_ROW_SELECTORS, RNN_STEPS
-from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.encoders import RNN_PRODUCTS
 from nmtkit.models.gemm import gru_update, lstm_update
 
 QUANTIZE_CHOICES = ("none", "int8")
@@ -109,30 +108,47 @@ class Int8Linear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, reduce_range={self.reduce_range}"
 
 
-class QuantizedStackedRNN(nn.Module):
-    """A unidirectional stacked ``nn.LSTM``/``nn.GRU`` as int8 cells, one per layer.
+class QuantizedRNN(nn.Module):
+    """A batch-first ``nn.LSTM``/``nn.GRU`` as int8 products, per layer and direction, and the
+    cells' float arithmetic.
 
-    Same interface as the module it replaces where nmtkit uses one: :meth:`step` for
-    :func:`~nmtkit.models.common.rnn_step` (beam-search layout ``[N, layers, H]``) and
-    :meth:`forward` for a ``batch_first`` sequence call with PyTorch's ``[layers, N, H]`` states.
+    Where nmtkit uses such a module: :meth:`step` for :func:`~nmtkit.models.common.rnn_step`
+    (decoders: unidirectional, beam-search layout ``[N, layers, H]``), :meth:`forward` for a
+    ``batch_first`` sequence call with PyTorch's ``[layers, N, H]`` states (decoders), and
+    :meth:`products` for :func:`~nmtkit.models.encoders.masked_rnn` (encoders, bidirectional too:
+    the input product of all steps at once, one recurrent product per step).  An LSTM's two biases
+    go in with its input product, a GRU's hidden bias with its recurrent one, as in the float loop.
     """
 
     def __init__(self, rnn: nn.LSTM | nn.GRU, full_range: bool) -> None:
         super().__init__()
-        if rnn.bidirectional or not rnn.batch_first:
-            raise ValueError("QuantizedStackedRNN takes a unidirectional batch_first RNN")
+        if not rnn.batch_first:
+            raise ValueError("QuantizedRNN takes a batch_first RNN")
         self.is_lstm = isinstance(rnn, nn.LSTM)
         self.num_layers = rnn.num_layers
         self.hidden_size = rnn.hidden_size
+        self.bidirectional = rnn.bidirectional
+        self.dropout = 0.0  # for search only: eval mode
+        ih, hh = [], []
+        for layer in range(rnn.num_layers):
+            for direction in range(2 if rnn.bidirectional else 1):
+                sfx = f"_l{layer}" + ("_reverse" if direction else "")
+                b_ih, b_hh = getattr(rnn, "bias_ih" + sfx, None), getattr(rnn, "bias_hh" + sfx, None)
+                if self.is_lstm:
+                    b_ih, b_hh = (None if b_ih is None else b_ih + b_hh), None
+                ih.append(Int8Linear(getattr(rnn, "weight_ih" + sfx), b_ih, full_range))
+                hh.append(Int8Linear(getattr(rnn, "weight_hh" + sfx), b_hh, full_range))
+        self.ih, self.hh = nn.ModuleList(ih), nn.ModuleList(hh)
 
-        def product(kind: str, k: int) -> Int8Linear:
-            return Int8Linear(getattr(rnn, f"weight_{kind}_l{k}"), getattr(rnn, f"bias_{kind}_l{k}", None), full_range)
-
-        self.ih = nn.ModuleList(product("ih", k) for k in range(rnn.num_layers))
-        self.hh = nn.ModuleList(product("hh", k) for k in range(rnn.num_layers))
+    def products(self, layer: int, direction: int) -> tuple[Int8Linear, Int8Linear]:
+        """(input product, recurrent product) of one layer and direction."""
+        k = layer * (2 if self.bidirectional else 1) + direction
+        return self.ih[k], self.hh[k]
 
     def step(self, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
         """One time step; the contract of :func:`~nmtkit.models.common.rnn_step` (eval only)."""
+        if self.bidirectional:
+            raise ValueError("a bidirectional RNN has no single step")
         hs, cs = [], []
         inp = x
         for k in range(self.num_layers):
@@ -164,7 +180,8 @@ class QuantizedStackedRNN(nn.Module):
 
 def _register_hooks() -> None:
     """Tell the models' shared step and output-layer code how to run the int8 modules."""
-    RNN_STEPS[QuantizedStackedRNN] = lambda rnn, x, h, c: rnn.step(x, h, c)
+    RNN_STEPS[QuantizedRNN] = lambda rnn, x, h, c: rnn.step(x, h, c)
+    RNN_PRODUCTS[QuantizedRNN] = lambda rnn, layer, direction: rnn.products(layer, direction)
     OUTPUT_ROW_SELECTORS[Int8Linear] = lambda layer, ids: layer.rows(ids)
 
 
@@ -174,24 +191,15 @@ _register_hooks()
 def quantize_model(model: nn.Module, full_range: Optional[bool] = None) -> nn.Module:
     """Quantise one model (in place, returned for convenience); see the module docstring.
     ``full_range``: 8-bit activations (default: where the CPU has VNNI)."""
-    from torch.ao.quantization import quantize_dynamic
-
     if full_range is None:
         full_range = full_range_activations()
     model.eval()
-    encoder_rnns = {id(m.rnn) for m in model.modules() if isinstance(m, RNNEncoder)}
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if isinstance(child, (nn.LSTM, nn.GRU)) and id(child) not in encoder_rnns:
-                setattr(parent, name, QuantizedStackedRNN(child, full_range))
+            if isinstance(child, (nn.LSTM, nn.GRU)):
+                setattr(parent, name, QuantizedRNN(child, full_range))
             elif isinstance(child, nn.Linear):
                 setattr(parent, name, Int8Linear.from_linear(child, full_range))
-    # torch.ao warns that eager quantisation is deprecated on every call; a user cannot act on it
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        qconfigs = {nn.LSTM: torch.ao.quantization.default_dynamic_qconfig,  # torch's int8 RNNs: per-tensor only
-                    nn.GRU: torch.ao.quantization.default_dynamic_qconfig}
-        quantize_dynamic(model, qconfigs, dtype=torch.qint8, inplace=True)
     return model
 
 

@@ -326,7 +326,7 @@ class Translator:
                 pieces = replace_unks(pieces, attention, item["copy_words"], unk=UNK, lexicon=self.lexicon, bpe_marker=None)
             tokens = merge_bpe(pieces)
             text = self.tgt_pipe.detokenize(tokens)
-            cand = Candidate(text, tokens, pieces, hyp.score, [round(float(x), 4) for x in hyp.positional_scores])
+            cand = Candidate(text, tokens, pieces, hyp.score, [round(x, 4) for x in hyp.positional_scores.cpu().numpy().tolist()])
             if self.alignments and hyp.attention is not None:
                 cand.alignment = self._word_alignment(item, pieces, tokens, text, hyp.attention)
             cands.append(cand)

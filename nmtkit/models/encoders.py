@@ -15,7 +15,7 @@ always see annotations in the original source order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -83,7 +83,7 @@ class RNNEncoder(nn.Module):
         if index is not None:
             src_tokens = src_tokens.gather(1, index)
         x = self.dropout(self.embed(src_tokens))
-        if type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, self.rnn.weight_ih_l0):
+        if type(self.rnn) in RNN_PRODUCTS or (type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, self.rnn.weight_ih_l0)):
             outputs, h_n, c_n = masked_rnn(self.rnn, x, src_lengths)
         else:
             packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
@@ -95,11 +95,38 @@ class RNNEncoder(nn.Module):
         return RNNEncoding(outputs=outputs, h_n=h_n, c_n=c_n)
 
 
+#: The two products of one layer and direction of a recurrent module: (input product over all
+#: steps ``[B, T, I] -> [B, T, G]``, with the LSTM's two biases or the GRU's input bias; recurrent
+#: product of one step ``[B, H] -> [B, G]``, with the GRU's hidden bias).
+Products = tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]
+
+#: Module type -> ``(module, layer, direction) -> Products`` for recurrent modules that are not
+#: ``nn.LSTM``/``nn.GRU`` (the int8 RNN of :mod:`nmtkit.generate.quantize` registers here, so the
+#: models stay float-only); such a module has ``is_lstm``, ``num_layers``, ``bidirectional``,
+#: ``hidden_size`` and ``dropout`` as ``nn.LSTM`` has.
+RNN_PRODUCTS: dict[type, Callable[[nn.Module, int, int], Products]] = {}
+
+
+def float_products(rnn: nn.Module, layer: int, direction: int) -> Products:
+    """The products of an ``nn.LSTM``/``nn.GRU``'s weights by :mod:`nmtkit.models.gemm`."""
+    sfx = f"_l{layer}" + ("_reverse" if direction else "")
+    w_ih, w_hh = getattr(rnn, "weight_ih" + sfx), getattr(rnn, "weight_hh" + sfx)
+    b_ih, b_hh = getattr(rnn, "bias_ih" + sfx, None), getattr(rnn, "bias_hh" + sfx, None)
+    if isinstance(rnn, nn.LSTM):  # both biases go in with the input product, once for all steps
+        bias = b_ih + b_hh if b_ih is not None else None
+        # the recurrent weight's gradient: one product over all steps (gemm.LoopWeight)
+        return (lambda inp: gemm.linear(inp, w_ih, bias)), gemm.LoopWeight(w_hh)
+    # a GRU's hidden bias sits inside r * (W_hn h + b_hn)
+    return (lambda inp: gemm.linear(inp, w_ih, b_ih)), gemm.LoopWeight(w_hh, b_hh)
+
+
 def masked_rnn(rnn: nn.Module, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Optional[Tensor]]:
-    """What ``rnn`` (a batch-first ``nn.LSTM``/``nn.GRU``) returns for the packed ``x`` ``[B, T, I]``
-    with ``lengths``, as a step loop over its weights by :mod:`nmtkit.models.gemm` -> (outputs
-    ``[B, T, H * directions]``, zeros at padding; ``h_n``; ``c_n`` or None for a GRU)."""
-    is_lstm = isinstance(rnn, nn.LSTM)
+    """What ``rnn`` (a batch-first ``nn.LSTM``/``nn.GRU``, or a module of :data:`RNN_PRODUCTS`)
+    returns for the packed ``x`` ``[B, T, I]`` with ``lengths``, as a step loop over its products
+    -> (outputs ``[B, T, H * directions]``, zeros at padding; ``h_n``; ``c_n`` or None for a GRU)."""
+    own = RNN_PRODUCTS.get(type(rnn))
+    products = own or float_products
+    is_lstm = rnn.is_lstm if own else isinstance(rnn, nn.LSTM)
     bsz, width, _ = x.shape
     real = (torch.arange(width, device=x.device)[None, :] < lengths.to(x.device)[:, None]).unsqueeze(-1)  # [B, T, 1]
     inp, h_n, c_n = x, [], []
@@ -108,16 +135,8 @@ def masked_rnn(rnn: nn.Module, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tens
             inp = nn.functional.dropout(inp, rnn.dropout, training=True)
         outs = []
         for direction in range(2 if rnn.bidirectional else 1):
-            sfx = f"_l{layer}" + ("_reverse" if direction else "")
-            w_ih, w_hh = getattr(rnn, "weight_ih" + sfx), getattr(rnn, "weight_hh" + sfx)
-            b_ih, b_hh = getattr(rnn, "bias_ih" + sfx, None), getattr(rnn, "bias_hh" + sfx, None)
-            if is_lstm:  # both biases go in with the input product, once for all steps
-                bias = b_ih + b_hh if b_ih is not None else None
-                pre = gemm.linear(inp, w_ih, bias).unbind(1)
-            else:  # a GRU's hidden bias sits inside r * (W_hn h + b_hn)
-                pre = gemm.linear(inp, w_ih, b_ih).unbind(1)
-            # the recurrent weight's gradient: one product over all steps (gemm.LoopWeight)
-            recurrent = gemm.LoopWeight(w_hh) if is_lstm else gemm.LoopWeight(w_hh, b_hh)
+            input_product, recurrent = products(rnn, layer, direction)
+            pre = input_product(inp).unbind(1)
             h = x.new_zeros(bsz, rnn.hidden_size)
             c = x.new_zeros(bsz, rnn.hidden_size) if is_lstm else None
             steps: list[Optional[Tensor]] = [None] * width

@@ -49,7 +49,9 @@ def test_every_model_type_runs_quantized_and_stays_close(tmp_path, arch, overrid
     q, _ = load_ensemble(ckpt)
     quantize_ensemble(q, "int8", torch.device("cpu"))
     member = q.models[0]
-    assert not any(isinstance(m, (nn.Linear, nn.LSTM, nn.GRU)) for m in member.modules())  # all float layers replaced
+    float_layers = [m for m in member.modules() if isinstance(m, (nn.Linear, nn.LSTM, nn.GRU))]
+    # all float layers replaced, but the feedback layers where the CPU has no native bf16
+    assert float_layers == [getattr(member, n) for n in member.feedback_layers if isinstance(getattr(member, n), nn.Linear)]
     if arch != "rnnencdec_tiny" or overrides:
         assert any(isinstance(m, QuantizedRNN) for m in member.modules())
     src, lengths = _batch(len(ref.src_dict))
@@ -231,3 +233,29 @@ def test_int8_bidirectional_encoder_loop_follows_the_float_rnn(cell):
     assert (c_n is None) == (cell is nn.GRU)
     with pytest.raises(ValueError, match="no single step"):
         QuantizedRNN(rnn, full_range=False).step(x[:, 0], torch.zeros(3, 2, 16))
+
+
+@pytest.mark.parametrize("native_bf16", [True, False])
+@pytest.mark.parametrize("input_feeding", [True, False])
+def test_feedback_layers_stay_bf16_or_float32(tmp_path, monkeypatch, native_bf16, input_feeding):
+    """Luong's W_c feeds the next step under input feeding: int8 leaves it in bf16 where the CPU
+    has native bf16, in float32 elsewhere; without input feeding it is an int8 layer like the rest."""
+    from nmtkit.generate.quantize import Bf16Linear, Int8Linear
+    from nmtkit.utils import amp
+
+    monkeypatch.setattr(amp, "cpu_has_native_bf16", lambda: native_bf16)
+    ckpt = str(make_checkpoint(tmp_path / "m.pt", "luong_tiny", input_feeding=input_feeding))
+    ref, _ = load_ensemble(ckpt)
+    q, _ = load_ensemble(ckpt)
+    quantize_ensemble(q, "int8", torch.device("cpu"))
+    w_c = q.models[0].W_c
+    if not input_feeding:
+        assert q.models[0].feedback_layers == () and isinstance(w_c, Int8Linear)
+    elif native_bf16:
+        assert isinstance(w_c, Bf16Linear)
+        x = torch.randn(4, w_c.in_features)
+        assert (w_c(x) - ref.models[0].W_c(x)).abs().max() < 0.05 and w_c(x).dtype == torch.float32
+    else:
+        assert w_c is not ref.models[0].W_c and type(w_c) is type(ref.models[0].W_c)  # the float layer, kept
+    src, lengths = _batch(len(ref.src_dict))
+    assert all(len(h) == 1 for h in beam_search(q, src, lengths, search_options(beam=2, max_len_b=6)))

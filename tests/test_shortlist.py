@@ -227,7 +227,7 @@ def test_a_compiled_shortlist_of_another_model_or_a_damaged_one_is_refused(tmp_p
         Shortlist.load(good, TextPipeline("de"), _tgt_dict("die der maus"), k=5, lowercase_source=True)
     truncated = tmp_path / "truncated.npz"
     truncated.write_bytes(good.read_bytes()[:300])
-    assert _compiled_error(truncated, tmp_path).startswith(f"{truncated}: cannot read the compiled shortlist")
+    assert _compiled_error(truncated, tmp_path).startswith(f"{truncated}: not a readable compiled nmtkit shortlist")
     arrays = dict(np.load(good))
     for name, change, message in [
         ("ids", lambda a: a + 100, "is a damaged compiled shortlist"),
@@ -236,7 +236,9 @@ def test_a_compiled_shortlist_of_another_model_or_a_damaged_one_is_refused(tmp_p
         ("meta", lambda a: np.frombuffer(b'{"format": "nmtkit-shortlist", "version": 7}', dtype=np.uint8),
          "compiled shortlist version 7 is not supported"),
         ("meta", lambda a: np.frombuffer(b"\xff\xfe", dtype=np.uint8), "not a compiled nmtkit shortlist"),
-        ("keys", None, "not a compiled nmtkit shortlist (no keys)"),
+        ("keys", None, "not a readable compiled nmtkit shortlist (no keys)"),
+        ("ids", lambda a: a.astype(np.float32), "not a readable compiled nmtkit shortlist (ids is not a vector of integers)"),
+        ("ids", lambda a: a.reshape(1, -1), "not a readable compiled nmtkit shortlist (ids is not a vector of integers)"),
     ]:
         bad = tmp_path / f"bad_{name}.npz"
         changed = {k: v for k, v in arrays.items() if not (k == name and change is None)}
@@ -270,7 +272,7 @@ def test_cli_compile_then_translate_gives_the_text_tables_output(tmp_path):
     assert res.exit_code == 1
     assert res.output.strip().splitlines() == [f"nmtkit-translate: error: {out}: was compiled for another model "
                                                "(target dictionary, target text pipeline or source lowercasing differ); "
-                                               "compile it again with nmtkit shortlist --path MODEL"]
+                                               "compile it again with nmtkit shortlist --path MODEL (and the --data DIR translate is given)"]
 
 
 def test_cli_compile_refuses_a_bad_table_and_its_own_inputs_writing_nothing(tmp_path, random_ckpt):
@@ -286,3 +288,56 @@ def test_cli_compile_refuses_a_bad_table_and_its_own_inputs_writing_nothing(tmp_
     res = CliRunner().invoke(shortlist, ["--path", str(random_ckpt), "--table", str(table), "-o", str(table)])
     assert res.exit_code == 1 and "--output" in res.output and "--table" in res.output
     assert table.read_text(encoding="utf-8") == "the die 3\ncat Katze x\n"
+
+
+def test_hostile_compiled_shortlists_are_one_line_errors(tmp_path):
+    """Compressed members (a zip bomb, inflate errors), object arrays and a header declaring more
+    data than the file holds are refused before anything large is read."""
+    import io
+    import zipfile
+
+    import numpy as np
+
+    table = write(tmp_path / "lex.txt", "cat maus 3\nthe die 2\n")
+    good = tmp_path / "lex.npz"
+    compile_shortlist(table, good, TextPipeline("de"), _tgt_dict("die der maus"), lowercase_source=False)
+    arrays = dict(np.load(good))
+    squeezed = tmp_path / "compressed.npz"
+    np.savez_compressed(squeezed, **arrays)
+    assert "(meta is compressed)" in _compiled_error(squeezed, tmp_path)
+    objects = tmp_path / "objects.npz"
+    with zipfile.ZipFile(objects, "w") as zf:
+        for name, a in arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, np.array([1, "x"], dtype=object) if name == "ids" else a, allow_pickle=True)
+            zf.writestr(f"{name}.npy", buf.getvalue())
+    assert "(ids is not a vector of integers)" in _compiled_error(objects, tmp_path)
+    huge = tmp_path / "huge.npz"
+    with zipfile.ZipFile(huge, "w") as zf:
+        for name, a in arrays.items():
+            buf = io.BytesIO()
+            np.save(buf, a)
+            raw = buf.getvalue()
+            if name == "ids":  # the header now claims 10**12 ids
+                raw = raw.replace(f"({a.size},)".encode(), b"(1000000000000,)").replace(b" \n", b"\n", 1)
+            zf.writestr(f"{name}.npy", raw)
+    assert _compiled_error(huge, tmp_path) == f"{huge}: not a readable compiled nmtkit shortlist (ids declares more data than it holds)"
+
+
+def test_a_table_read_from_a_pipe_loses_no_line(tmp_path):
+    """--shortlist <(...) or a FIFO: telling a compiled shortlist from text must not consume the
+    pipe's first bytes (a buffered read took up to 8 KiB of the table)."""
+    import os
+    import threading
+
+    lines = "".join(f"w{i} der {i + 1}\n" for i in range(3000)) + "the die 1\n"
+    fifo = tmp_path / "table.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(lines, encoding="utf-8"))
+    writer.start()
+    try:
+        sl = Shortlist.load(fifo, TextPipeline("de"), _tgt_dict("die der"), k=5, frequent=0)
+    finally:
+        writer.join()
+    idx = _tgt_dict("die der").index
+    assert sl.key_ids("w0").tolist() == [idx["der"]] and sl.key_ids("the").tolist() == [idx["die"]]

@@ -18,10 +18,12 @@ PROG = "nmtkit-shortlist"
               help="Checkpoint (or ensemble a.pt:b.pt) whose target vocabulary and text pipeline the shortlist is for.")
 @click.option("--table", required=True, type=click.Path(dir_okay=False),
               help="Lexical table of 'source target [count]' lines (nmtkit-align --build-dict FILE writes one).")
+@click.option("--data", type=click.Path(file_okay=False),
+              help="The data dir whose tokenizer/BPE nmtkit-translate --data uses (its dictionaries must match).")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False),
               help="Where to write the compiled shortlist (an .npz archive, written atomically).")
 @handle_errors(PROG)
-def command(path: str, table: str, output: str) -> None:
+def command(path: str, table: str, data: str | None, output: str) -> None:
     """Compile a lexical table for one model; nmtkit-translate --shortlist reads the result
     like the table itself (same ids for any --shortlist-k), without the start-up work."""
     from nmtkit.generate.bundle import ModelBundle, split_checkpoint_paths
@@ -31,6 +33,8 @@ def command(path: str, table: str, output: str) -> None:
     refuse_outputs_over_inputs([("--output", output)],
                                [("--table", table), *(("--path", p) for p in split_checkpoint_paths(path))])
     bundle = ModelBundle.load(path, device="cpu", amp="none")
+    if data is not None:
+        bundle.use_data_pipelines(data)
     with progress_bar("keys", transient=True) as bar:
         task = bar.add_task("compile", total=None)
         n_keys, n_ids = compile_shortlist(table, output, bundle.tgt_pipe, bundle.tgt_dict, bundle.src_pipe.lowercase,

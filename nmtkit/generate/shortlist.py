@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import zipfile
 from typing import Callable, Iterable, Optional, Sequence
 
@@ -160,35 +161,27 @@ class CompiledTable:
 
     def __init__(self, keys: dict[str, int], key_offsets: np.ndarray, ids: np.ndarray, ranks: np.ndarray) -> None:
         self.keys, self.key_offsets, self.ids, self.ranks = keys, key_offsets, ids, ranks
-        self._cache: dict[str, Optional[np.ndarray]] = {}
+        self._cache: dict[str, np.ndarray] = {}  # keys of the table only: a long input stream meets unbounded misses
 
     def ids_of(self, key: str, k: int) -> Optional[np.ndarray]:
         """Sorted unique target ids of the key's first ``k`` table entries (None: not in the table)."""
-        if key in self._cache:
-            return self._cache[key]
-        i = self.keys.get(key)
-        ids = None
-        if i is not None:
+        ids = self._cache.get(key)
+        if ids is None:
+            i = self.keys.get(key)
+            if i is None:
+                return None
             a, b = int(self.key_offsets[i]), int(self.key_offsets[i + 1])
-            ids = self.ids[a:b][self.ranks[a:b] < k].astype(np.int64)
-        self._cache[key] = ids
+            ids = self._cache[key] = self.ids[a:b][self.ranks[a:b] < k].astype(np.int64)
         return ids
 
     @classmethod
     def read(cls, path: str | os.PathLike, fingerprint: str, vocab_size: int) -> "CompiledTable":
         """Load and check a compiled shortlist; anything wrong is a one-line error naming ``path``."""
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                missing = [name for name in COMPILED_ARRAYS if name not in npz.files]
-                if missing:
-                    raise InputError(path, None, f"not a compiled nmtkit shortlist (no {', '.join(missing)})")
-                arrays = {name: npz[name] for name in COMPILED_ARRAYS}
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise InputError(path, None, f"cannot read the compiled shortlist: {exc}") from None
+        arrays = _read_arrays(path)
         try:
             meta = json.loads(arrays["meta"].tobytes().decode("utf-8"))
             keys = arrays["keys"].tobytes().decode("utf-8").split("\n") if arrays["keys"].size else []
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise InputError(path, None, "not a compiled nmtkit shortlist (unreadable header)") from None
         if not isinstance(meta, dict) or meta.get("format") != COMPILED_FORMAT:
             raise InputError(path, None, "not a compiled nmtkit shortlist")
@@ -197,7 +190,8 @@ class CompiledTable:
                              f"(this nmtkit reads version {COMPILED_VERSION}); compile it again with nmtkit shortlist")
         if meta.get("fingerprint") != fingerprint:
             raise InputError(path, None, "was compiled for another model (target dictionary, target text pipeline "
-                             "or source lowercasing differ); compile it again with nmtkit shortlist --path MODEL")
+                             "or source lowercasing differ); compile it again with nmtkit shortlist --path MODEL "
+                             "(and the --data DIR translate is given)")
         offsets, ids, ranks = arrays["key_offsets"], arrays["ids"], arrays["ranks"]
         ok = (
             offsets.dtype == np.int64 and ids.dtype == np.int32 and ranks.dtype == np.int32
@@ -209,6 +203,45 @@ class CompiledTable:
         if not ok:
             raise InputError(path, None, "is a damaged compiled shortlist (its arrays do not fit together)")
         return cls({key: i for i, key in enumerate(keys)}, offsets, ids, ranks)
+
+
+def _read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The arrays of a compiled shortlist, each checked before it is read: an uncompressed
+    ``.npy`` member (``np.savez`` writes no other; so no zip bomb, no inflate errors) of a plain
+    numeric dtype whose header declares no more data than the member holds.  Anything else is an
+    :class:`InputError` naming ``path``."""
+    def refuse(why: str) -> InputError:
+        return InputError(path, None, f"not a readable compiled nmtkit shortlist ({why})")
+
+    arrays = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for name in COMPILED_ARRAYS:
+                try:
+                    info = zf.getinfo(f"{name}.npy")
+                except KeyError:
+                    raise refuse(f"no {name}") from None
+                if info.compress_type != zipfile.ZIP_STORED:
+                    raise refuse(f"{name} is compressed")
+                with zf.open(info) as fh:
+                    read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                                   (2, 0): np.lib.format.read_array_header_2_0}.get(np.lib.format.read_magic(fh))
+                    if read_header is None:
+                        raise refuse(f"{name} has an unknown .npy version")
+                    shape, _, dtype = read_header(fh)
+                    if dtype.hasobject or dtype.kind not in "iu" or len(shape) != 1:
+                        raise refuse(f"{name} is not a vector of integers")
+                    if shape[0] * dtype.itemsize > info.file_size:
+                        raise refuse(f"{name} declares more data than it holds")
+                    data = fh.read(shape[0] * dtype.itemsize)
+                    if len(data) != shape[0] * dtype.itemsize:
+                        raise refuse(f"{name} is cut short")
+                    arrays[name] = np.frombuffer(data, dtype=dtype)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - zip and npy parsing raise many kinds; each is a bad file
+        raise refuse(f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+    return arrays
 
 
 def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_pipe: TextPipeline,
@@ -247,9 +280,13 @@ def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_p
 
 
 def is_compiled(path: str | os.PathLike) -> bool:
-    """Whether ``path`` is a compiled shortlist (an ``.npz``, i.e. zip, archive) rather than text."""
+    """Whether ``path`` is a compiled shortlist (an ``.npz``, i.e. zip, archive) rather than text.
+    Only a regular file is sniffed: reading from a pipe (``<(...)``, ``/dev/stdin``) would take
+    the table's first lines away from the text reader."""
     try:
-        with open(path, "rb") as fh:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb", buffering=0) as fh:
             return fh.read(len(ZIP_MAGIC)) == ZIP_MAGIC
     except OSError:
         return False  # the text reader names the problem

@@ -84,6 +84,10 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     shares_encoder_rows: ClassVar[bool] = False
     #: True when :meth:`forward_with_posterior` is implemented (see nmtkit.models.posterior).
     has_posterior: ClassVar[bool] = False
+    #: Names of ``Linear`` submodules whose output feeds the next decoder step besides the
+    #: recurrent state (Luong's ``W_c`` under input feeding): ``--quantize int8`` keeps them in
+    #: bf16, since int8 rounding there compounds over the steps (nmtkit.generate.quantize).
+    feedback_layers: tuple[str, ...] = ()
 
     def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__()

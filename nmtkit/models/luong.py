@@ -124,6 +124,7 @@ class LuongModel(Seq2SeqModel):
         self.has_attention = cfg.attention != "none"
         self.has_posterior = self.has_attention
         self.input_feeding = cfg.input_feeding
+        self.feedback_layers = ("W_c",) if self.input_feeding else ()  # h~_t is the next step's input
         h = cfg.hidden_size
         self.bidirectional = cfg.encoder_bidirectional
         annotation = cfg.annotation_size()

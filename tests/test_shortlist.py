@@ -288,6 +288,13 @@ def test_cli_compile_refuses_a_bad_table_and_its_own_inputs_writing_nothing(tmp_
     res = CliRunner().invoke(shortlist, ["--path", str(random_ckpt), "--table", str(table), "-o", str(table)])
     assert res.exit_code == 1 and "--output" in res.output and "--table" in res.output
     assert table.read_text(encoding="utf-8") == "the die 3\ncat Katze x\n"
+    data = tmp_path / "bin"
+    data.mkdir()
+    codes = write(data / "bpe.codes", "#version: 0.2\nt h\n")
+    res = CliRunner().invoke(shortlist, ["--path", str(random_ckpt), "--table", str(table), "--data", str(data),
+                                         "-o", str(codes)])
+    assert res.exit_code == 1 and "--output" in res.output and "--data" in res.output, res.output
+    assert codes.read_text(encoding="utf-8") == "#version: 0.2\nt h\n"
 
 
 def test_hostile_compiled_shortlists_are_one_line_errors(tmp_path):

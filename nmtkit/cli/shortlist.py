@@ -30,8 +30,8 @@ def command(path: str, table: str, data: str | None, output: str) -> None:
     from nmtkit.generate.shortlist import compile_shortlist
     from nmtkit.utils.progress import progress_bar
 
-    refuse_outputs_over_inputs([("--output", output)],
-                               [("--table", table), *(("--path", p) for p in split_checkpoint_paths(path))])
+    refuse_outputs_over_inputs([("--output", output)], [("--table", table), ("--data", data),
+                                                        *(("--path", p) for p in split_checkpoint_paths(path))])
     bundle = ModelBundle.load(path, device="cpu", amp="none")
     if data is not None:
         bundle.use_data_pipelines(data)

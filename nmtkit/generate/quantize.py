@@ -5,8 +5,9 @@ matrix product, so no calibration data is needed and the search code stays uncha
 
 What is quantised:
 
-* every ``Linear`` (output projection, attention, ``W_c``, deep output, bridges) becomes an
-  :class:`Int8Linear`: most of a decoder step's FLOPs are the output projection;
+* every ``Linear`` (output projection, attention, deep output, bridges, ``W_c`` without input
+  feeding) becomes an :class:`Int8Linear`: most of a decoder step's FLOPs are the output
+  projection; a model's ``feedback_layers`` become :class:`Bf16Linear` (see below);
 * every ``nn.LSTM``/``nn.GRU``, decoders and (bidirectional) encoders alike, becomes a
   :class:`QuantizedRNN`: per layer and direction, its two gate products as :class:`Int8Linear`
   and the cell's float arithmetic (:func:`~nmtkit.models.gemm.lstm_update`,

@@ -233,10 +233,15 @@ def _read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
                         raise refuse(f"{name} is not a vector of integers")
                     if shape[0] * dtype.itemsize > info.file_size:
                         raise refuse(f"{name} declares more data than it holds")
-                    data = fh.read(shape[0] * dtype.itemsize)
-                    if len(data) != shape[0] * dtype.itemsize:
-                        raise refuse(f"{name} is cut short")
-                    arrays[name] = np.frombuffer(data, dtype=dtype)
+                    array = np.empty(shape[0], dtype=dtype)
+                    view, done = memoryview(array).cast("B"), 0
+                    while done < len(view):  # in chunks: one read would hold the member twice
+                        chunk = fh.read(min(1 << 24, len(view) - done))
+                        if not chunk:
+                            raise refuse(f"{name} is cut short")
+                        view[done:done + len(chunk)] = chunk
+                        done += len(chunk)
+                    arrays[name] = array
     except InputError:
         raise
     except Exception as exc:  # noqa: BLE001 - zip and npy parsing raise many kinds; each is a bad file

@@ -1,4 +1,4 @@
-"""Byte-for-byte pins of what translate, align and score print, so that a refactor of the inference
+"""Byte-for-byte pins of what translate, align and score print (model log-probs to 4 decimals), so that a refactor of the inference
 path (one model bundle, one batcher, one set of search options) provably changes no output.
 
 The checkpoints are built from a seed (``make_checkpoint``: registry init, no training), so the pins
@@ -8,6 +8,7 @@ and the diff of ``tests/golden/`` shows what changed.
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -75,5 +76,24 @@ def test_output_is_pinned(name: str, files: dict[str, str]) -> None:
         pin.parent.mkdir(exist_ok=True)
         pin.write_text(out, encoding="utf-8")
     assert pin.is_file(), f"{pin} missing: NMTKIT_REGEN_PINS=1 writes it"
-    assert out == pin.read_text(encoding="utf-8")
+    if name in FLOAT_PINS:
+        assert _rounded(json.loads(out)) == _rounded(json.loads(pin.read_text(encoding="utf-8")))
+    else:
+        assert out == pin.read_text(encoding="utf-8")
     assert out.strip(), "a pin of nothing pins nothing"
+
+
+#: Pins whose JSON holds log-probs: compared to 4 decimals, since their last bits depend on which
+#: float32 kernels the CPU gets (oneDNN products and the sigmoid form of tanh on AMD CPUs, MKL and
+#: torch.tanh elsewhere: nmtkit.models.gemm); everything else in them must be equal.
+FLOAT_PINS = {"score_model"}
+
+
+def _rounded(value):  # noqa: ANN001, ANN202
+    if isinstance(value, float):
+        return round(value, 4)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value

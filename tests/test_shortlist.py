@@ -236,6 +236,8 @@ def test_a_compiled_shortlist_of_another_model_or_a_damaged_one_is_refused(tmp_p
         ("meta", lambda a: np.frombuffer(b'{"format": "nmtkit-shortlist", "version": 7}', dtype=np.uint8),
          "compiled shortlist version 7 is not supported"),
         ("meta", lambda a: np.frombuffer(b"\xff\xfe", dtype=np.uint8), "not a compiled nmtkit shortlist"),
+        ("meta", lambda a: np.frombuffer(b'{"format": "nmtkit-shortlist", "version": true}', dtype=np.uint8),
+         "compiled shortlist version True is not supported"),
         ("keys", None, "not a readable compiled nmtkit shortlist (no keys)"),
         ("ids", lambda a: a.astype(np.float32), "not a readable compiled nmtkit shortlist (ids is not a vector of integers)"),
         ("ids", lambda a: a.reshape(1, -1), "not a readable compiled nmtkit shortlist (ids is not a vector of integers)"),

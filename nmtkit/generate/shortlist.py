@@ -185,7 +185,7 @@ class CompiledTable:
             raise InputError(path, None, "not a compiled nmtkit shortlist (unreadable header)") from None
         if not isinstance(meta, dict) or meta.get("format") != COMPILED_FORMAT:
             raise InputError(path, None, "not a compiled nmtkit shortlist")
-        if meta.get("version") != COMPILED_VERSION:
+        if type(meta.get("version")) is not int or meta["version"] != COMPILED_VERSION:  # noqa: E721 - True == 1
             raise InputError(path, None, f"compiled shortlist version {meta.get('version')!r} is not supported "
                              f"(this nmtkit reads version {COMPILED_VERSION}); compile it again with nmtkit shortlist")
         if meta.get("fingerprint") != fingerprint:

@@ -211,3 +211,21 @@ def test_a_failed_read_ends_streamed_input_with_an_error_after_the_lines_before(
     items = list(iter_input_lines(_FailingStream(), "<stdin>"))
     assert items[0] == (0, "good line") and len(items) == 2
     assert isinstance(items[1][1], InputError) and str(items[1][1]) == "<stdin>:2: read error: Input/output error"
+
+
+def test_atomic_write_writes_through_a_symlink(tmp_path):
+    """An output path that is a symlink (a results file linked into place) keeps the link and
+    replaces its target, as a shell's > does; a dangling link creates its target."""
+    from nmtkit.utils.textio import atomic_write
+
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old\n", encoding="utf-8")
+    link.symlink_to(real.name)
+    with atomic_write(link) as fh:
+        fh.write("new\n")
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == "new\n"
+    dangling = tmp_path / "dangling.txt"
+    dangling.symlink_to("made.txt")
+    with atomic_write(dangling) as fh:
+        fh.write("x\n")
+    assert dangling.is_symlink() and (tmp_path / "made.txt").read_text(encoding="utf-8") == "x\n"

@@ -210,7 +210,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     permission, a parent that is a file) becomes an :class:`OutputError` naming ``path``.
     The result gets :func:`output_mode` permissions.  ``-`` is stdout, and a device, FIFO,
     socket or ``/dev/stdout`` is written in place (:func:`nmtkit.utils.stdio.direct_target`):
-    only regular files and new paths are replaced atomically.
+    only regular files and new paths are replaced atomically.  A symlink is written through: its
+    target is replaced, the link stays.
     """
     how = direct_target(path)
     if how is not None:
@@ -218,6 +219,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
             yield fh
         return
     target = Path(path)
+    if target.is_symlink():  # write through the link, as a shell's ``>`` does: the link stays a link
+        target = Path(os.path.realpath(target))
     ensure_dir(target.parent, for_path=target)
     if target.is_dir():
         raise OutputError(target, "is a directory")

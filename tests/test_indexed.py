@@ -133,9 +133,29 @@ def test_ids_beyond_the_dictionary_are_found(three):
 
 
 def test_negative_int32_ids_are_found(tmp_path):
-    write_indexed(tmp_path / "z", [[1], [70000, 2]], 70001)
+    write_indexed(tmp_path / "z", [[4], [70000, 5]], 70001)
     raw = bytearray((tmp_path / "z.bin").read_bytes())
     raw[8:12] = np.asarray([-5], dtype="<i4").tobytes()
     (tmp_path / "z.bin").write_bytes(bytes(raw))
     with pytest.raises(InputError, match="sentence 1 .* token id -5"):
         IndexedTokens(tmp_path / "z", vocab_size=70001)
+
+
+def test_special_ids_inside_a_sentence_are_corrupt_data(three):
+    """<pad>, <s> and </s> never occur inside a binarized sentence (Dictionary.encode writes <unk>
+    for them): found at load, not trained on as padding or a sentence end."""
+    IndexedTokens(three, vocab_size=10)
+    raw = bytearray(three.with_suffix(".bin").read_bytes())
+    for special, name in ((0, "<pad>"), (2, "</s>")):
+        raw[6:8] = np.asarray([special], dtype="<u2").tobytes()  # sentence 1's only id
+        three.with_suffix(".bin").write_bytes(bytes(raw))
+        with pytest.raises(InputError, match=rf"sentence 1 \(0-based\) holds the special id {special} \({name}\), which no sentence may hold"):
+            IndexedTokens(three, vocab_size=10)
+
+
+def test_text_that_spells_a_special_symbol_is_unk():
+    from nmtkit.data.dictionary import EOS_ID, UNK_ID, Dictionary
+
+    d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>", "cat"])
+    assert d.encode(["cat", "</s>", "<pad>", "<s>", "<unk>", "dog"]) == [4, UNK_ID, UNK_ID, UNK_ID, UNK_ID, UNK_ID, EOS_ID]
+    assert [d.id(t) for t in ("</s>", "cat")] == [EOS_ID, 4]  # a symbol's id: the specials keep theirs

@@ -82,10 +82,15 @@ class Dictionary:
         return self.symbols[i]
 
     def id(self, token: str) -> int:
+        """The id of a symbol (the specials' too); text goes through :meth:`encode`."""
         return self.index.get(token, UNK_ID)
 
     def encode(self, tokens: Sequence[str], add_eos: bool = True) -> list[int]:
-        ids = [self.index.get(t, UNK_ID) for t in tokens]
+        """Text tokens -> ids.  A token that spells ``<pad>``, ``<s>`` or ``</s>`` is ``<unk>``:
+        text cannot end a sentence early, nor hide padding inside one (in the binarized data the
+        model would skip it in the loss, or stop reading the source there)."""
+        get = self.index.get
+        ids = [i if (i := get(t, UNK_ID)) >= UNK_ID else UNK_ID for t in tokens]
         if add_eos:
             ids.append(EOS_ID)
         return ids

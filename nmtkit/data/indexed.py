@@ -26,6 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from nmtkit.data.dictionary import SPECIALS, UNK_ID
 from nmtkit.errors import InputError
 
 MAGIC = b"NMTKIDX\x00"
@@ -113,17 +114,20 @@ class IndexedTokens:
             self.check_ids(vocab_size)
 
     def check_ids(self, vocab_size: int) -> None:
-        """Every id must index the dictionary: a bad one would otherwise be an IndexError mid-epoch."""
+        """Every id must index the dictionary, and none may be ``<pad>``, ``<s>`` or ``</s>``
+        (ids 0-2, which :meth:`Dictionary.encode` never writes inside a sentence): a bad id would
+        otherwise be an IndexError mid-epoch, or padding or a sentence end trained on silently."""
         if not len(self._data):
             return
-        if int(self._data.max()) < vocab_size and int(self._data.min()) >= 0:  # no temporary arrays
+        if int(self._data.max()) < vocab_size and int(self._data.min()) >= UNK_ID:  # no temporary arrays
             return
-        bad = (self._data < 0) | (self._data >= vocab_size)
-        if bad.any():
-            pos = int(np.argmax(bad))
-            sent = int(np.searchsorted(self.offsets, pos, side="right")) - 1
-            raise InputError(f"{self.prefix}.bin", None, f"corrupt data: sentence {sent} (0-based) holds token id "
-                             f"{int(self._data[pos])}, but the dictionary has {vocab_size} entries")
+        bad = (self._data < UNK_ID) | (self._data >= vocab_size)
+        pos = int(np.argmax(bad))
+        sent = int(np.searchsorted(self.offsets, pos, side="right")) - 1
+        value = int(self._data[pos])
+        why = (f"the special id {value} ({SPECIALS[value]}), which no sentence may hold: preprocess it again"
+               if 0 <= value < UNK_ID else f"token id {value}, but the dictionary has {vocab_size} entries")
+        raise InputError(f"{self.prefix}.bin", None, f"corrupt data: sentence {sent} (0-based) holds {why}")
 
     def __len__(self) -> int:
         return len(self.sizes)

@@ -156,12 +156,19 @@ def _translate(ckpt, inp, *extra):  # noqa: ANN001, ANN202
                                           "--device", "cpu", "--beam", "3", "--nbest", "2", *extra])
 
 
-def test_cli_shortlist_large_k_exact_and_tiny_k_valid(tmp_path):
+def _cli_case(tmp_path, blank_line: bool = False):  # noqa: ANN001, ANN202
+    """(a random rnnsearch checkpoint, LINES as the input file, a table pairing "the cat dog sees"
+    with twelve German words at counts 1..12)."""
     ckpt = make_checkpoint(tmp_path / "m.pt", "rnnsearch_tiny", seed=5)
-    inp = write(tmp_path / "in.txt", "\n".join(LINES) + "\n\n")
+    inp = write(tmp_path / "in.txt", "\n".join(LINES) + ("\n\n" if blank_line else "\n"))
     words = "die der eine Katze Hund sieht sitzt läuft Mann schläft . ,".split()
     table = write(tmp_path / "lex.txt", "".join(f"{s} {t} {n}\n" for s in "the cat dog sees".split()
                                                 for n, t in enumerate(words, 1)))
+    return ckpt, inp, table
+
+
+def test_cli_shortlist_large_k_exact_and_tiny_k_valid(tmp_path):
+    ckpt, inp, table = _cli_case(tmp_path, blank_line=True)
     plain = _translate(ckpt, inp)
     assert plain.exit_code == 0, plain.output
     big = _translate(ckpt, inp, "--shortlist", str(table), "--shortlist-k", "1000", "--shortlist-frequent", "1000")
@@ -254,11 +261,7 @@ def test_a_compiled_shortlist_of_another_model_or_a_damaged_one_is_refused(tmp_p
 def test_cli_compile_then_translate_gives_the_text_tables_output(tmp_path):
     from nmtkit.cli.shortlist import command as shortlist
 
-    ckpt = make_checkpoint(tmp_path / "m.pt", "rnnsearch_tiny", seed=5)
-    inp = write(tmp_path / "in.txt", "\n".join(LINES) + "\n")
-    words = "die der eine Katze Hund sieht sitzt läuft Mann schläft . ,".split()
-    table = write(tmp_path / "lex.txt", "".join(f"{s} {t} {n}\n" for s in "the cat dog sees".split()
-                                                for n, t in enumerate(words, 1)))
+    ckpt, inp, table = _cli_case(tmp_path)
     out = tmp_path / "lex.npz"
     res = CliRunner().invoke(shortlist, ["--path", str(ckpt), "--table", str(table), "-o", str(out)])
     assert res.exit_code == 0, res.output

@@ -206,6 +206,8 @@ def test_a_compiled_table_gives_the_text_tables_ids_for_every_k(tmp_path):
                                         "the der\nunknown zebra 3\n")
     out = tmp_path / "lex.npz"
     assert compile_shortlist(table, out, tgt_pipe, d, lowercase_source=True) == (4, 10)
+    with pytest.raises(InputError, match=rf"^{re.escape(str(out))}: is a compiled shortlist already"):
+        compile_shortlist(out, tmp_path / "again.npz", tgt_pipe, d, lowercase_source=True)
     for k in (1, 2, 3, 50):
         text = Shortlist.load(table, tgt_pipe, d, k=k, frequent=2, lowercase_source=True)
         compiled = Shortlist.load(out, tgt_pipe, d, k=k, frequent=2, lowercase_source=True)

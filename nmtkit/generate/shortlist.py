@@ -254,6 +254,8 @@ def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_p
                       progress: Optional[Callable[[int], None]] = None) -> tuple[int, int]:
     """Write the compiled form of a text ``table`` for one model to ``output`` (atomically);
     returns (source keys, target ids stored).  ``progress(n)`` is called per ``n`` keys done."""
+    if is_compiled(table):  # else "invalid UTF-8" at line 1, which says nothing of the mix-up
+        raise InputError(table, None, "is a compiled shortlist already; give the text table to compile")
     text = TextTable(ranked_targets(table, lowercase_source), tgt_pipe, tgt_dict)
     keys, offsets, all_ids, all_ranks = [], [0], [], []
     for key, entries in text.targets.items():

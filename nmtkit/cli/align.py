@@ -244,15 +244,17 @@ def run_align(o: dict[str, Any]) -> None:
     """Everything the command does, given its options as a dictionary: the library aligns
     (:class:`nmtkit.generate.aligner.Aligner`), this writes and prints."""
     from nmtkit.generate.aligner import Aligner, read_gold_links
+    from nmtkit.utils.startup import long_lived
     from nmtkit.utils.textio import read_lines
 
     _check_options(o)
     _check_destinations(o)  # before the (slow) checkpoint loading and decoding
     set_threads(o["threads"])
-    aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
-                                      align_shift=o["align_shift"], batch_size=o["batch_size"],
-                                      max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],
-                                      amp=o["amp"])
+    with long_lived():  # the model and the text pipelines: kept for the whole run
+        aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
+                                          align_shift=o["align_shift"], batch_size=o["batch_size"],
+                                          max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],
+                                          amp=o["amp"])
 
     # every input is read and checked before any decoding
     if o["data"] is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import ExitStack, nullcontext
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 
@@ -22,6 +22,9 @@ from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_
 from nmtkit.errors import InputError
 from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is_stdio, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
+
+if TYPE_CHECKING:
+    from nmtkit.generate.translator import Translator
 
 PROG = "nmtkit-translate"
 COPY = "\0copy"  # --replace-unk without a dictionary
@@ -62,23 +65,14 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @handle_errors(PROG)
 def command(**kw) -> None:  # noqa: ANN003
     """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble."""
-    import torch
-
-    from nmtkit.generate.translator import Translator
-    from nmtkit.utils.progress import progress_bar
+    from nmtkit.utils.startup import long_lived
 
     check_streams(kw)
-    set_threads(kw["threads"])
-    want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
-    replace_unk = {None: False, COPY: True}.get(kw["replace_unk"], kw["replace_unk"])
-    translator = Translator.from_checkpoint(
-        kw["path"], kw["beam"], nbest=kw["nbest"], device=kw["device"], replace_unk=replace_unk,
-        alignments="auto" if want_align else False, align_shift=kw["align_shift"], lenpen=kw["lenpen"],
-        lenpen_form=kw["lenpen_form"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"], min_len=kw["min_len"],
-        unkpen=kw["unkpen"], max_source_len=kw["max_source_len"], amp=kw["amp"], data=kw["data"],
-        batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
-        shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
-        unk_posterior=kw["unk_posterior"])
+    with long_lived():  # torch, the model and the text pipelines: kept for the whole run
+        translator = _load(kw)
+    import torch
+
+    from nmtkit.utils.progress import progress_bar
 
     from_file = kw["input_path"] is not None and not is_stdio(kw["input_path"])
     in_stream = open(kw["input_path"], "rb") if from_file else sys.stdin.buffer
@@ -156,6 +150,23 @@ def check_streams(kw: dict) -> None:
         outputs=[("--output", kw["output_path"]), ("--alignment-file", kw["alignment_file"])],
         inputs=[("--input", kw["input_path"]), *[("--path", p) for p in split_checkpoint_paths(kw["path"])],
                 ("--data", kw["data"]), ("--replace-unk", unk_dict), ("--shortlist", kw["shortlist"])])
+
+
+def _load(kw: dict) -> "Translator":
+    """The translator the options describe (threads set first)."""
+    from nmtkit.generate.translator import Translator
+
+    set_threads(kw["threads"])
+    want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
+    replace_unk = {None: False, COPY: True}.get(kw["replace_unk"], kw["replace_unk"])
+    return Translator.from_checkpoint(
+        kw["path"], kw["beam"], nbest=kw["nbest"], device=kw["device"], replace_unk=replace_unk,
+        alignments="auto" if want_align else False, align_shift=kw["align_shift"], lenpen=kw["lenpen"],
+        lenpen_form=kw["lenpen_form"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"], min_len=kw["min_len"],
+        unkpen=kw["unkpen"], max_source_len=kw["max_source_len"], amp=kw["amp"], data=kw["data"],
+        batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
+        shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
+        unk_posterior=kw["unk_posterior"])
 
 
 class OutputWriter:

@@ -152,6 +152,16 @@ class TextPipeline:
             self._bpe = BPE(io.StringIO(self.bpe_codes_text))
         return self._bpe
 
+    def build(self) -> "TextPipeline":
+        """Build the tokenizer and the BPE tables now rather than at the first line (they are
+        otherwise built on first use): a command builds them during its start-up
+        (:func:`nmtkit.utils.startup.long_lived`).  Returns the pipeline."""
+        if self.tokenizer == "moses":
+            _moses_alnum()
+            self._moses  # noqa: B018 - the cached property builds the Moses objects
+        self.bpe  # noqa: B018 - the property builds the BPE tables
+        return self
+
     def to_dict(self) -> dict:
         """Self-contained description (BPE codes inlined, and checked) for checkpoints."""
         if self.bpe is not None:

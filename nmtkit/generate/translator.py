@@ -108,7 +108,7 @@ class Translator:
         self.bundle = bundle
         # the same tokenizer without lowercasing: unknown-word replacement copies words in their input case
         src_pipe = bundle.src_pipe
-        self._cased_pipe = TextPipeline(src_pipe.lang, src_pipe.tokenizer) if src_pipe.lowercase else src_pipe
+        self._cased_pipe = TextPipeline(src_pipe.lang, src_pipe.tokenizer).build() if src_pipe.lowercase else src_pipe
         self.search = search
         self.replace_unk = replace_unk
         self.lexicon = _CaseFoldLexicon(lexicon or {}) if src_pipe.lowercase else (lexicon or {})

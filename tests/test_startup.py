@@ -1,0 +1,73 @@
+"""Start-up of the inference commands: the collector paused while they load, and the text
+pipelines built before the first line."""
+from __future__ import annotations
+
+import gc
+
+from click.testing import CliRunner
+
+from nmtkit.cli.translate import command as translate
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.generate.translator import Translator
+from nmtkit.utils.startup import long_lived
+
+
+def test_long_lived_pauses_the_collector_then_freezes_what_the_block_made():
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    try:
+        with long_lived():
+            assert not gc.isenabled()
+            kept = [[i] for i in range(1000)]  # container objects the collector tracks
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen + len(kept)
+    finally:
+        gc.unfreeze()
+
+
+def test_long_lived_leaves_a_disabled_collector_disabled_and_survives_errors():
+    gc.disable()
+    try:
+        try:
+            with long_lived():
+                raise ValueError("boom")
+        except ValueError:
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+    try:
+        with long_lived():
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert gc.isenabled()
+    gc.unfreeze()
+
+
+def test_build_makes_the_tokenizer_and_bpe_tables_at_once(tmp_path):
+    pipe = TextPipeline("en", "moses", bpe_codes_text="#version: 0.2\nt h\nth e</w>\n")
+    assert "_moses" not in pipe.__dict__ and pipe._bpe is None
+    assert pipe.build() is pipe
+    assert "_moses" in pipe.__dict__ and pipe._bpe is not None
+    assert pipe.encode("the cat") == (["the", "cat"], ["the", "c@@", "a@@", "t"])
+
+
+def test_translate_loads_the_model_with_the_collector_paused(random_ckpt, monkeypatch):
+    seen = []
+    load = Translator.from_checkpoint.__func__
+
+    def spy(cls, *args, **kwargs):
+        seen.append(gc.isenabled())
+        translator = load(cls, *args, **kwargs)
+        seen.append(translator.src_pipe.tokenizer != "moses" or "_moses" in translator.src_pipe.__dict__)
+        return translator
+
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(spy))
+    try:
+        res = CliRunner().invoke(translate, ["--quiet", "--threads", "1", "--path", str(random_ckpt)], input="the cat .\n")
+    finally:
+        gc.unfreeze()
+    assert res.exit_code == 0, res.output
+    assert seen == [False, True] and gc.isenabled()

@@ -57,7 +57,9 @@ def brute_force_posterior(model, src, slen, prev) -> torch.Tensor:  # noqa: ANN0
         for j in range(src.size(1)):
             def attend_j(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
                 context, weights = real(*args, **kwargs)
-                return enc.states[:, j].reshape(context.shape), weights
+                # what the weights average: the states, or (luong's search) their W_c projection
+                values = args[6] if len(args) > 6 else kwargs.get("values")
+                return (enc.states if values is None else values)[:, j].reshape(context.shape), weights
             model.attention.forward = attend_j
             try:
                 lp, _, _ = model.decode_step(prev[:, i], state, enc)

@@ -57,7 +57,7 @@ from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.models.common import OUTPUT_ROW_SELECTORS, RNN_STEPS
+from nmtkit.models.common import INPUT_COLUMN_SELECTORS, OUTPUT_ROW_SELECTORS, RNN_STEPS
 from nmtkit.models.encoders import RNN_PRODUCTS
 from nmtkit.models.gemm import gru_update, lstm_update
 
@@ -129,6 +129,16 @@ class Bf16Linear(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, self.bias).to(x.dtype)
+
+    def columns(self, columns: slice, float32: bool = False) -> Callable[[Tensor], Tensor]:
+        """``x -> x @ W[:, columns].T`` of a bias-free layer
+        (:func:`~nmtkit.models.common.select_input_columns`): as :meth:`forward` computes, or with
+        the bf16 weights in float32 arithmetic (``float32``, for a product made once per sentence)."""
+        weight = self.weight[:, columns].contiguous()
+        if float32:
+            weight = weight.float()
+            return lambda x: torch.nn.functional.linear(x.float(), weight).to(x.dtype)
+        return lambda x: torch.nn.functional.linear(x.to(torch.bfloat16), weight).to(x.dtype)
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}"
@@ -209,6 +219,7 @@ def _register_hooks() -> None:
     RNN_STEPS[QuantizedRNN] = lambda rnn, x, h, c: rnn.step(x, h, c)
     RNN_PRODUCTS[QuantizedRNN] = lambda rnn, layer, direction: rnn.products(layer, direction)
     OUTPUT_ROW_SELECTORS[Int8Linear] = lambda layer, ids: layer.rows(ids)
+    INPUT_COLUMN_SELECTORS[Bf16Linear] = lambda layer, columns, float32: layer.columns(columns, float32)
 
 
 _register_hooks()

@@ -149,10 +149,13 @@ class LuongAttention(nn.Module):
         keys: Optional[Tensor] = None,
         steps: Optional[Tensor] = None,
         products: Optional[tuple[Optional[LoopWeight], LoopWeight]] = None,
+        values: Optional[Tensor] = None,
     ) -> tuple[Tensor, Tensor]:
         """Attend: query ``[B, T, H]``, states ``[B, S, H]``, mask ``[B, S]`` (True = real),
         keys from :meth:`precompute_keys`, steps ``[B, T]`` (local-m), a step loop's
-        :meth:`loop_products` -> (context ``[B, T, H]``, weights ``[B, T, S]``)."""
+        :meth:`loop_products` -> (context ``[B, T, H]``, weights ``[B, T, S]``).  ``values``
+        ``[B, S, V]``: what the weights average instead of the states (a linear map of them,
+        made once per sentence), giving a context ``[B, T, V]``."""
         bsz, tgt_len, _ = query.shape
         src_len = states.size(1)
         score_product, context_product = products if products is not None else (None, None)
@@ -172,6 +175,8 @@ class LuongAttention(nn.Module):
         weights = masked_softmax(scores, valid)
         if gauss is not None:
             weights = weights * gauss
+        if values is not None:
+            return torch.bmm(weights, values), weights
         context = torch.bmm(weights, states) if context_product is None else context_product(weights)
         return context, weights
 

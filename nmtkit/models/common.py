@@ -228,6 +228,28 @@ def select_output_rows(layer: nn.Module, ids: Tensor) -> Callable[[Tensor], Tens
     return selector(layer, ids)
 
 
+#: Module type -> ``(module, columns, float32) -> function of x`` for layers that are not
+#: ``nn.Linear`` (the bf16 layer of :mod:`nmtkit.generate.quantize` registers here); see
+#: :func:`select_input_columns`.
+INPUT_COLUMN_SELECTORS: dict[type, Callable[[nn.Module, slice, bool], Callable[[Tensor], Tensor]]] = {}
+
+
+def select_input_columns(layer: nn.Module, columns: slice, float32: bool = False) -> Optional[Callable[[Tensor], Tensor]]:
+    """``x -> x @ W[:, columns].T`` for a bias-free ``layer``: its product with one block of its
+    input, so that ``layer(cat([a, b]))`` can be computed as the sum of the blocks' products when
+    one block is better multiplied elsewhere (once per sentence rather than every step).
+    ``float32``: in float32 even where the layer computes in lower precision (a product made once
+    per sentence costs little either way).  None for a layer with a bias or of a type that cannot
+    split its input."""
+    if getattr(layer, "bias", None) is not None:
+        return None
+    if isinstance(layer, nn.Linear):
+        weight = layer.weight[:, columns]
+        return lambda x: linear(x, weight)
+    selector = INPUT_COLUMN_SELECTORS.get(type(layer))
+    return None if selector is None else selector(layer, columns, float32)
+
+
 def lengths_to_mask(lengths: Tensor, width: int) -> Tensor:
     """``[B]`` lengths -> ``[B, width]`` bool mask, True at real positions."""
     return torch.arange(width, device=lengths.device)[None, :] < lengths[:, None]

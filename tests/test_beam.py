@@ -8,7 +8,8 @@ import torch
 from generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_dict, pad_batch, table_fn
 
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import SearchOptions, beam_search, length_penalty, topk_ordered
+import nmtkit.generate.beam as beam_mod
+from nmtkit.generate.beam import TOPK_GROUP, SearchOptions, beam_search, chunked_topk, length_penalty, topk_ordered
 from nmtkit.generate.ensemble import EnsembleModel
 from tests.conftest import search_options
 
@@ -246,6 +247,72 @@ def test_topk_ordered_breaks_ties_by_index():
     assert idx.tolist() == [[1, 2], [1, 3]] and vals.tolist() == [[3.0, 3.0], [5.0, 5.0]]
     vals, idx = topk_ordered(x, 3)
     assert idx.tolist() == [[1, 2, 4], [1, 3, 4]]
+
+
+def _stable_topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    vals, idx = x.sort(dim=1, descending=True, stable=True)
+    return vals[:, :k], idx[:, :k]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunked_topk_is_exact_or_declines(seed):
+    g = torch.Generator().manual_seed(seed)
+    n, width, m = 7, 800 * TOPK_GROUP, 11
+    for spread in (3, 50, 10**6):  # from ties everywhere to (almost) none
+        x = torch.randint(0, spread, (n, width), generator=g).float()
+        x[torch.rand(n, width, generator=g) < 0.3] = float("-inf")
+        x[0, :] = float("-inf")
+        x[0, :5] = 2.0  # a row with 5 finite elements, in 5 groups
+        x[1] = float("-inf")
+        x[1, 7] = 1.0  # one finite element: the full top-k must decide
+        fast = chunked_topk(x[2:], m)  # rows 0 and 1 would make any batch decline
+        if spread == 10**6:
+            assert fast is not None  # no ties at any cut: the chunks decide
+        if fast is not None:
+            vals, idx = fast
+            assert torch.equal(vals, x[2:].topk(m, dim=1).values) and torch.equal(x[2:].gather(1, idx), vals)
+        assert chunked_topk(x, m) is None
+        for rows in (x, x[2:]):  # the full top-k, and (where exact) the chunked one
+            for k in (1, 5, 10):
+                vals, idx = topk_ordered(rows, k)
+                ref_v, ref_i = _stable_topk(rows, k)
+                assert torch.equal(vals, ref_v)
+                finite = ref_v > float("-inf")  # -inf candidates are never used, in any order
+                assert torch.equal(idx[finite], ref_i[finite])
+
+
+def test_chunked_topk_declines_ties_at_the_cut_and_takes_distinct_maxima():
+    groups = 64 * 4  # the narrowest rows it takes for m = 3
+    x = torch.full((1, TOPK_GROUP * groups), -5.0)
+    x[0, groups - 40 :] = torch.arange(40 + (TOPK_GROUP - 1) * groups, dtype=torch.float)  # distinct, rising
+    vals, idx = chunked_topk(x, 3)
+    w = x.size(1)
+    assert vals.tolist() == x[:, w - 3 :].flip(1).tolist() and idx.tolist() == [[w - 1, w - 2, w - 3]]
+    x[0, groups - 40] = x[0, w - 3]  # another group's maximum ties the 3rd: not exact by groups
+    assert chunked_topk(x, 3) is None
+    assert chunked_topk(x[:, :-1], 3) is None  # width not a multiple of the group
+    assert chunked_topk(x[:, : w - TOPK_GROUP], 3) is None  # too few groups
+
+
+def test_search_with_and_without_the_chunked_topk_agree(monkeypatch):
+    """A vocabulary wide enough for the chunked top-k (beam x V above its threshold, V not a
+    multiple of the chunk): the same hypotheses, scores and attention as the full top-k."""
+    sd, td = lstm_dicts(n_tgt=1301)  # 1,304 padded columns x beam 5: 815 groups
+    m = TinyLSTM(sd, td, TinyConfig(seed=5, eos_bias=2.0))
+    g = torch.Generator().manual_seed(2)
+    seqs = [torch.randint(4, len(sd), (n,), generator=g).tolist() + [2] for n in (5, 1, 9, 3)]
+    toks, lens = pad_batch(seqs)
+    ens = EnsembleModel([m])
+    kw = dict(beam=5, nbest=5, max_len_a=1.5, max_len_b=3)
+    calls = []
+    real = beam_mod.chunked_topk
+    monkeypatch.setattr(beam_mod, "chunked_topk", lambda *a: calls.append(real(*a)) or calls[-1])
+    fast = beam_search(ens, toks, lens, search_options(**kw))
+    assert calls and any(r is not None for r in calls)  # the chunked path ran and decided
+    monkeypatch.setattr(beam_mod, "chunked_topk", lambda *a: None)
+    full = beam_search(ens, toks, lens, search_options(**kw))
+    for a, b in zip(fast, full):
+        same_hyps(a, b, tol=0.0)
 
 
 def test_option_errors():

@@ -81,16 +81,54 @@ def length_penalty(length: int, lenpen: float, form: str) -> float:
     raise NmtkitError(one_of_message("--lenpen-form", form, LENPEN_FORMS))
 
 
+#: Elements per group of :func:`chunked_topk`.
+TOPK_GROUP = 8
+
+
+def chunked_topk(scores: Tensor, m: int) -> Optional[tuple[Tensor, Tensor]]:
+    """``scores.topk(m, dim=1)`` in two stages, or None where that would not be exact or fast.
+
+    Why: ATen's CPU top-k over a sentence's ``beam * V`` candidates cost 0.47 ms for 64 rows of
+    10,000 (one thread), ten times a maximum over the same numbers.  Each row's columns are split
+    into groups of :data:`TOPK_GROUP` (group ``g``: columns ``g, g + G, g + 2G, ...``, so that
+    the group maxima are one vectorised maximum over rows of the ``[n, TOPK_GROUP, G]`` view), the
+    groups are ranked by their maxima, and the top-``m`` is taken among the elements of the
+    ``m`` best groups only: 0.18 ms.  When the ``m``-th best group maximum is finite and above
+    the ``m+1``-th, every element outside those groups is below every one of their maxima, so
+    the ``m`` largest elements, and every element equal to one of them, lie in the chosen
+    groups: the values are exactly ``torch.topk``'s and ties can be ordered as in a full top-k
+    (:func:`topk_ordered`).  Otherwise (ties at the cut, fewer than ``m`` finite groups) None,
+    and the caller runs the full top-k; also None for rows with fewer than ``64 (m + 1)`` groups,
+    where ATen's top-k of the maxima leaves its partial-sort path and costs more than it saves.
+    ``scores`` ``[n, W]``, ``W`` a multiple of :data:`TOPK_GROUP`; the result is sorted by
+    descending value, ties in no specified order."""
+    n, width = scores.shape
+    groups = width // TOPK_GROUP
+    if width % TOPK_GROUP or groups < 64 * (m + 1):
+        return None
+    view = scores.view(n, TOPK_GROUP, groups)
+    top_max, top_group = view.amax(1).topk(m + 1, dim=1)
+    cut = top_max[:, m - 1]
+    if not bool(((cut > top_max[:, m]) & (cut > _NEG_INF)).all()):
+        return None
+    chosen = top_group[:, :m]
+    elems = view.gather(2, chosen.unsqueeze(1).expand(n, TOPK_GROUP, m)).reshape(n, TOPK_GROUP * m)
+    vals, pos = elems.topk(m, dim=1)
+    return vals, chosen.gather(1, pos % m) + (pos // m) * groups
+
+
 def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Row-wise top-``k`` by descending score, ties going to the lower column index.
 
     ``torch.topk`` does not specify which of equal elements it returns, so rows whose
     ``k``-th value equals the ``k+1``-th (a tie across the cut) are redone with a stable sort
-    (rare with real models; common with the hand-made tables of the tests).
+    (rare with real models; common with the hand-made tables of the tests).  Wide rows whose
+    width is a multiple of :data:`TOPK_GROUP` take :func:`chunked_topk` where it is exact.
     """
     k = min(k, scores.size(1))
     extra = int(k < scores.size(1))  # one more element tells whether a tie crosses the boundary
-    vals, idx = scores.topk(k + extra, dim=1)
+    fast = chunked_topk(scores, k + extra)
+    vals, idx = fast if fast is not None else scores.topk(k + extra, dim=1)
     boundary_tie = (vals[:, k - 1] == vals[:, -1]) & (vals[:, k - 1] > _NEG_INF) if extra else None
     vals, idx = vals[:, :k], idx[:, :k]
     # order the chosen k by (value desc, index asc)
@@ -159,17 +197,21 @@ def _candidates(lprobs: Tensor, scores: Tensor, cand: Tensor, step: int, beam: i
                 unkpen: float, shortlist: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The ``2 * beam`` best (hypothesis, token) continuations of each sentence -> (cumulative
     scores, flat row ids, token ids, the model's log-prob of each token), all ``[n_act, 2*beam]``.
-    ``cand``: a ``[n_act * beam, V]`` buffer the cumulative scores are written into."""
+    ``cand``: a ``[n_act * beam, W]`` buffer the cumulative scores are written into, ``W`` the
+    vocabulary rounded up to a multiple of :data:`TOPK_GROUP` (for :func:`chunked_topk`), its
+    extra columns ``-inf``; a candidate there is never valid, and its token is clamped into the
+    vocabulary so that every gather stays in range."""
     device, vocab = lprobs.device, lprobs.size(1)
-    torch.add(lprobs, scores.unsqueeze(1), out=cand)
-    cand = cand.view(n_act, beam, vocab)[:, 0] if step == 0 else cand.view(n_act, beam * vocab)
+    width = cand.size(1)
+    torch.add(lprobs, scores.unsqueeze(1), out=cand[:, :vocab])
+    cand = cand.view(n_act, beam, width)[:, 0] if step == 0 else cand.view(n_act, beam * width)
     vals, flat = topk_ordered(cand, 2 * beam)
     if vals.size(1) < 2 * beam:  # tiny vocabularies
         pad = 2 * beam - vals.size(1)
         vals = torch.cat([vals, vals.new_full((n_act, pad), _NEG_INF)], dim=1)
         flat = torch.cat([flat, flat.new_zeros((n_act, pad))], dim=1)
-    beam_idx = torch.div(flat, vocab, rounding_mode="floor")
-    tok = flat.remainder(vocab)
+    beam_idx = torch.div(flat, width, rounding_mode="floor")
+    tok = flat.remainder(width).clamp_(max=vocab - 1)
     rows = torch.arange(n_act, device=device).unsqueeze(1) * beam + beam_idx  # flat row ids
     step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n_act, 2 * beam)
     if unkpen:
@@ -262,9 +304,11 @@ def _search(
         attn = attn if return_attention else None
         _constrain_(lprobs, step, min_len, unkpen, max_len_rows, step >= min(max_lens[s] for s in active))
         if cand_buf is None or cand_buf.dtype != lprobs.dtype:
-            # one buffer for every step: allocating (and page-faulting) rows x V floats each step is slow
-            cand_buf = torch.empty(rows_n * lprobs.size(1), dtype=lprobs.dtype, device=device)
-        cand = cand_buf[: n_act * beam * lprobs.size(1)].view(n_act * beam, lprobs.size(1))
+            # one buffer for every step: allocating (and page-faulting) rows x V floats each step is
+            # slow; the columns beyond V (up to a multiple of TOPK_GROUP) stay -inf
+            width = -(-lprobs.size(1) // TOPK_GROUP) * TOPK_GROUP
+            cand_buf = torch.full((rows_n, width), _NEG_INF, dtype=lprobs.dtype, device=device)
+        cand = cand_buf[: n_act * beam]
         vals, rows, tok, step_lp = _candidates(lprobs, scores, cand, step, beam, n_act, unkpen, shortlist)
 
         valid = vals > _NEG_INF

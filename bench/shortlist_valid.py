@@ -8,8 +8,11 @@ source word (``nmtkit-align --build-dict --dict-min-count``), at several ``--sho
 Each row gives the wall time of the whole command (fastest of ``--repeat``), sentences/s,
 BLEU and chrF, and how many output lines differ from float32 (the target: int8 with a shortlist
 within 0.3 BLEU of float32) and from int8 without a shortlist (what the shortlist alone
-changes).  The tables are compiled for the model by ``nmtkit-shortlist`` (not timed).  bench/translate_speed.py uses the table and k chosen here; test2016
-is not read.
+changes).  The tables are compiled for the model by ``nmtkit-shortlist`` (not timed).
+
+The choice, written to ``WORK/shortlist_valid/choice.json`` for bench/translate_speed.py: the
+fastest table and k whose valid BLEU is within 0.3 of float32's (the issue's bound for the fast
+path), else the one with the best BLEU.  test2016 is not read.
 
     python bench/shortlist_valid.py --work /root/qph --record
 """
@@ -31,6 +34,20 @@ VARIANTS = {
     **{f"int8+shortlist mc{mc} k{k}": (["--quantize", "int8", "--amp", "none", "--shortlist-k", str(k)], mc)
        for mc in (2, 1) for k in (10, 20, 50)},
 }
+#: The fast path may lose at most this much valid BLEU against float32.
+MAX_BLEU_LOSS = 0.3
+
+
+def choose(results: list[dict]) -> dict:
+    """The fastest shortlist variant within :data:`MAX_BLEU_LOSS` of float32's valid BLEU, else the
+    shortlist variant with the best BLEU."""
+    fp32 = next(r for r in results if r["path"] == "fp32")
+    shortlists = [r for r in results if r["path"].startswith("int8+shortlist")]
+    close = [r for r in shortlists if fp32["bleu"] - r["bleu"] <= MAX_BLEU_LOSS + 1e-9]
+    best = max(close, key=lambda r: r["sent_s"]) if close else max(shortlists, key=lambda r: r["bleu"])
+    mc, k = (int(part[2:]) if part.startswith("mc") else int(part[1:]) for part in best["path"].split()[1:])
+    return {"path": best["path"], "min_count": mc, "k": k, "valid_bleu": best["bleu"], "fp32_valid_bleu": fp32["bleu"],
+            "valid_sent_s": round(best["sent_s"], 2), "within_bound": bool(close), "commit": bl.git_commit()}
 
 
 def differing_lines(a: Path, b: Path) -> int:
@@ -73,6 +90,13 @@ def main() -> None:
             "fastest of the repeats (whole command). mc = the table's --dict-min-count, k = --shortlist-k, 100 frequent "
             "targets. Lines changed: output lines that differ from float32, and from int8 without a shortlist.\n\n"
             + bl.md_table(["path", "wall s", "sent/s", "BLEU", "chrF", "lines changed vs fp32", "vs int8"], rows) + "\n")
+    choice = choose(results)
+    (out / "choice.json").write_text(json.dumps(choice, indent=1) + "\n")
+    body += (f"\nChosen for bench/translate_speed.py: **{choice['path']}**, the fastest shortlist within "
+             f"{MAX_BLEU_LOSS} BLEU of float32 on valid ({choice['valid_bleu']:.2f} against {choice['fp32_valid_bleu']:.2f})"
+             if choice["within_bound"] else
+             f"\nNo shortlist came within {MAX_BLEU_LOSS} BLEU of float32 on valid; bench/translate_speed.py takes the best, "
+             f"**{choice['path']}** ({choice['valid_bleu']:.2f} against {choice['fp32_valid_bleu']:.2f})") + ".\n"
     print(body)
     if args.record:
         bl.append_results(bl.section("CPU fast paths on valid: int8 and shortlist tables", bl.machine_info(), load_before,

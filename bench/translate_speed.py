@@ -12,8 +12,9 @@ Paths, each with the BLEU and chrF of its own output:
 * like for like, float32: ``nmtkit-fp32``, ``opennmt-fp32``, ``fairseq-fp32`` (fairseq-interactive),
   ``marian-fp32``;
 * fast paths: nmtkit ``bf16``, ``int8`` and ``int8+shortlist`` (the table: the model
-  force-aligns its training data, top 50 per source word among every pair seen at least once,
-  plus the 100 most frequent targets; chosen on valid by bench/shortlist_valid.py), compiled
+  force-aligns its training data and keeps the top 50 targets per source word seen at least
+  ``mc`` times, of which ``--shortlist-k`` are used, plus the 100 most frequent targets; ``mc`` and
+  ``k`` are what bench/shortlist_valid.py chose on valid, read from its ``choice.json``), compiled
   for the model by ``nmtkit-shortlist`` (not timed, as Marian's shortlist is made untimed);
   Marian ``packed8`` (``--gemm-type packed8``) and ``packed8+shortlist`` (``--shortlist lex 100
   50``: the same 100 + 50, from eflomal alignments of the same BPE training pieces).
@@ -40,7 +41,7 @@ from quality_per_hour import SYSTEMS, decode_cmd, scores, sources, translate
 #: timed paths per toolkit: label -> extra decoder flags ({table} / {lex}: the shortlist files)
 PATHS = {
     "nmtkit": {"fp32": ["--amp", "none"], "bf16": ["--amp", "bf16"], "int8": ["--quantize", "int8", "--amp", "none"],
-               "int8+shortlist": ["--quantize", "int8", "--amp", "none", "--shortlist", "{table}"]},
+               "int8+shortlist": ["--quantize", "int8", "--amp", "none", "--shortlist", "{table}", "--shortlist-k", "{k}"]},
     "opennmt": {"fp32": []},
     "fairseq": {"fp32": []},
     "marian": {"fp32": [], "packed8": ["--gemm-type", "packed8"],
@@ -96,7 +97,13 @@ def main() -> None:
     from quality import compiled_shortlist, shortlist_table
 
     nmtkit_ckpt = Path(runs[nmtkit_run]["best"]["path"])
-    files = {"{table}": str(compiled_shortlist(nmtkit_ckpt, shortlist_table(nmtkit_ckpt, work / "data", out)))}
+    choice_file = work / "shortlist_valid" / "choice.json"
+    if not choice_file.is_file():
+        raise SystemExit(f"{choice_file} missing: run bench/shortlist_valid.py first (it chooses the shortlist on valid)")
+    choice = json.loads(choice_file.read_text())
+    table = shortlist_table(nmtkit_ckpt, work / "data", out, min_count=choice["min_count"])
+    files = {"{table}": str(compiled_shortlist(nmtkit_ckpt, table)), "{k}": str(choice["k"])}
+    print(f"shortlist chosen on valid: {choice['path']} ({choice_file})", flush=True)
     if "marian" in runs:
         files["{lex}"] = str(marian_lex(args, txt, out))
     test = sources(args, "test", txt)
@@ -133,7 +140,7 @@ def main() -> None:
                           f"BLEU {r['bleu']}", flush=True)
     load_after = bl.uptime_line()
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    body, records = report(results, runs, nmtkit_run)
+    body, records = report(results, runs, nmtkit_run, choice)
     print(body)
     if args.record:
         bl.append_results(bl.section("Translation speed on the quality-per-hour models, test2016", bl.machine_info(), load_before,
@@ -141,12 +148,15 @@ def main() -> None:
         bl.append_jsonl(records, {"bench": "translate_speed", "load": {"before": load_before, "after": load_after}})
 
 
-def report(results: list[dict], runs: dict, nmtkit_run: str) -> tuple[str, list[dict]]:
-    """The RESULTS.md table and the translate_speed records (nmtkit path against peer path)."""
+def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict) -> tuple[str, list[dict]]:
+    """The RESULTS.md table and the translate_speed records (nmtkit path against peer path);
+    ``choice``: the shortlist bench/shortlist_valid.py chose on valid."""
     rows = [[f"{r['toolkit']}-{r['path']}", r["threads"], f"{r['wall']:.1f}", f"{r['sent_s']:.1f}", f"{r['sent_s_net']:.1f}",
              f"{r['startup_s']:.1f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}", f"{r['rss_mb']:.0f}"] for r in results]
     body = (f"Each system's model from the quality-per-hour run (nmtkit: {nmtkit_run}), test2016 (1,000 sentences), beam 5, "
-            "batch 64; fastest of the repeats; net = without the start-up (the same command on one sentence).\n\n"
+            "batch 64; fastest of the repeats; net = without the start-up (the same command on one sentence). "
+            f"nmtkit-int8+shortlist: table and k chosen on valid by bench/shortlist_valid.py ({choice['path']}, commit "
+            f"{choice['commit']}: valid BLEU {choice['valid_bleu']:.2f} against {choice['fp32_valid_bleu']:.2f} in float32).\n\n"
             + bl.md_table(["system-path", "threads", "wall s", "sent/s", "net sent/s", "start-up s", "BLEU", "chrF", "peak RSS MB"], rows)
             + "\n")
     by = {(r["toolkit"], r["path"], r["threads"]): r for r in results}
@@ -178,7 +188,8 @@ def report(results: list[dict], runs: dict, nmtkit_run: str) -> tuple[str, list[
                             "sent_s": round(a["sent_s"], 2), "sent_s_net": round(a["sent_s_net"], 2),
                             "peer_sent_s_net": round(b["sent_s_net"], 2), "bleu": a["bleu"], "peer_bleu": b["bleu"],
                             "chrf": a["chrf"], "peer_chrf": b["chrf"], "model": a["model"], "peer_model": b["model"],
-                            "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run"})
+                            "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run",
+                            **({"shortlist": choice["path"]} if apath == "int8+shortlist" else {})})
     return body + "\n" + "\n".join(lines) + "\n", records
 
 

@@ -292,6 +292,7 @@ def test_chunked_topk_declines_ties_at_the_cut_and_takes_distinct_maxima():
     assert chunked_topk(x, 3) is None
     assert chunked_topk(x[:, :-1], 3) is None  # width not a multiple of the group
     assert chunked_topk(x[:, : w - TOPK_GROUP], 3) is None  # too few groups
+    assert chunked_topk(x.to("meta"), 3) is None  # CPU only
 
 
 def test_search_with_and_without_the_chunked_topk_agree(monkeypatch):

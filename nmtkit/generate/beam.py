@@ -99,12 +99,13 @@ def chunked_topk(scores: Tensor, m: int) -> Optional[tuple[Tensor, Tensor]]:
     groups: the values are exactly ``torch.topk``'s and ties can be ordered as in a full top-k
     (:func:`topk_ordered`).  Otherwise (ties at the cut, fewer than ``m`` finite groups) None,
     and the caller runs the full top-k; also None for rows with fewer than ``64 (m + 1)`` groups,
-    where ATen's top-k of the maxima leaves its partial-sort path and costs more than it saves.
+    where ATen's top-k of the maxima leaves its partial-sort path and costs more than it saves,
+    and off the CPU (a GPU's top-k is fast, and its decoder loop is bound by kernel launches).
     ``scores`` ``[n, W]``, ``W`` a multiple of :data:`TOPK_GROUP`; the result is sorted by
     descending value, ties in no specified order."""
     n, width = scores.shape
     groups = width // TOPK_GROUP
-    if width % TOPK_GROUP or groups < 64 * (m + 1):
+    if width % TOPK_GROUP or groups < 64 * (m + 1) or scores.device.type != "cpu":
         return None
     view = scores.view(n, TOPK_GROUP, groups)
     top_max, top_group = view.amax(1).topk(m + 1, dim=1)

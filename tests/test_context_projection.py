@@ -32,28 +32,26 @@ def build(**overrides) -> nn.Module:  # noqa: ANN003
 
 
 def steps(model: nn.Module, project: bool, beam: int = 3, n: int = 4) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """``n`` decoder steps of ``beam`` rows per sentence, with or without ``context_proj``."""
-    with torch.no_grad():
+    """``n`` decoder steps of ``beam`` rows per sentence: without gradients (a search, which
+    projects the context) or with them (the concatenated product), as values."""
+    grad = torch.no_grad() if project else torch.enable_grad()
+    with grad:
         enc = model.encode(SRC, SLEN)
-    if not project:
-        enc.extra.pop("context_proj")
-    rows = torch.arange(2).repeat_interleave(beam)
-    state = model.reorder_decoder_state(model.init_decoder_state(enc), rows)
-    prev = torch.full((2 * beam,), 1)
-    out = []
-    with torch.no_grad():
+        rows = torch.arange(2).repeat_interleave(beam)
+        state = model.reorder_decoder_state(model.init_decoder_state(enc), rows)
+        prev = torch.full((2 * beam,), 1)
+        out = []
         for t in range(n):
             lprobs, attn, state = model.decode_step(prev, state, enc)
-            out.append((lprobs, attn))
+            out.append((lprobs.detach(), attn.detach()))
             prev = torch.arange(2 * beam) % 20 + 4 + t
+    assert ("context_proj" in enc.extra) == project
     return out
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_projected_context_gives_the_same_steps_in_float32(variant):
     model = build(**VARIANTS[variant])
-    with torch.no_grad():
-        assert "context_proj" in model.encode(SRC, SLEN).extra
     for (lp, attn), (lp_ref, attn_ref) in zip(steps(model, True), steps(model, False)):
         torch.testing.assert_close(lp, lp_ref, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(attn, attn_ref, atol=1e-6, rtol=1e-5)
@@ -67,11 +65,18 @@ def test_projected_context_with_a_bf16_w_c_stays_within_bf16_rounding(variant):
         torch.testing.assert_close(lp, lp_ref, atol=2e-2, rtol=2e-2)
 
 
-def test_training_keeps_the_concatenated_product():
+def test_a_step_with_gradients_keeps_the_concatenated_product():
+    """W_c's context columns get their gradient even from states encoded without one (a library
+    user training the decoder on a fixed encoder): the projection is a no-gradient step's."""
     model = build()
-    model.train()
-    enc = model.encode(SRC, SLEN)  # gradients on: no projection, nothing to differentiate twice
+    with torch.no_grad():
+        enc = model.encode(SRC, SLEN)
+    state = model.init_decoder_state(enc)
+    lprobs, _, _ = model.decode_step(torch.full((2,), 1), state, enc)
     assert "context_proj" not in enc.extra
+    lprobs[:, 5].sum().backward()
+    context_columns = model.W_c.weight.grad[:, : enc.states.size(-1)]
+    assert context_columns.abs().sum() > 0
 
 
 def test_select_input_columns_sums_to_the_whole_product():

@@ -54,20 +54,29 @@ def test_build_makes_the_tokenizer_and_bpe_tables_at_once(tmp_path):
     assert pipe.encode("the cat") == (["the", "cat"], ["the", "c@@", "a@@", "t"])
 
 
-def test_translate_loads_the_model_with_the_collector_paused(random_ckpt, monkeypatch):
-    seen = []
+def test_translate_loads_the_model_and_builds_its_pipelines_with_the_collector_paused(random_ckpt, monkeypatch):
+    import nmtkit.utils.heap as heap
+
+    loads, builds, heap_calls = [], [], []
     load = Translator.from_checkpoint.__func__
+    build = TextPipeline.build
 
-    def spy(cls, *args, **kwargs):
-        seen.append(gc.isenabled())
-        translator = load(cls, *args, **kwargs)
-        seen.append(translator.src_pipe.tokenizer != "moses" or "_moses" in translator.src_pipe.__dict__)
-        return translator
+    def spy_load(cls, *args, **kwargs):
+        loads.append(gc.isenabled())
+        return load(cls, *args, **kwargs)
 
-    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(spy))
+    def spy_build(self):
+        builds.append(gc.isenabled())
+        return build(self)
+
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(spy_load))
+    monkeypatch.setattr(TextPipeline, "build", spy_build)
+    monkeypatch.setattr(heap, "keep_freed_memory", lambda: heap_calls.append(1) or True)
     try:
-        res = CliRunner().invoke(translate, ["--quiet", "--threads", "1", "--path", str(random_ckpt)], input="the cat .\n")
+        res = CliRunner().invoke(translate, ["--quiet", "--threads", "1", "--device", "cpu", "--path", str(random_ckpt)],
+                                 input="the cat .\n")
     finally:
         gc.unfreeze()
     assert res.exit_code == 0, res.output
-    assert seen == [False, True] and gc.isenabled()
+    assert loads == [False] and len(builds) >= 2 and not any(builds) and gc.isenabled()
+    assert heap_calls == [1]  # a CPU run keeps freed memory in the heap

@@ -250,7 +250,7 @@ def run_align(o: dict[str, Any]) -> None:
     _check_options(o)
     _check_destinations(o)  # before the (slow) checkpoint loading and decoding
     set_threads(o["threads"])
-    with long_lived():  # the model and the text pipelines: kept for the whole run
+    with long_lived():  # the model: kept for the whole run
         aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                           align_shift=o["align_shift"], batch_size=o["batch_size"],
                                           max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],

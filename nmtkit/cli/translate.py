@@ -153,13 +153,16 @@ def check_streams(kw: dict) -> None:
 
 
 def _load(kw: dict) -> "Translator":
-    """The translator the options describe (threads set first)."""
+    """The translator the options describe, its text pipelines built (threads set first; on the
+    CPU, freed memory is kept in the heap, as training does: the search allocates and frees
+    ``[rows, vocabulary]`` tensors every step, nmtkit.utils.heap)."""
     from nmtkit.generate.translator import Translator
+    from nmtkit.utils.heap import keep_freed_memory
 
     set_threads(kw["threads"])
     want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
     replace_unk = {None: False, COPY: True}.get(kw["replace_unk"], kw["replace_unk"])
-    return Translator.from_checkpoint(
+    translator = Translator.from_checkpoint(
         kw["path"], kw["beam"], nbest=kw["nbest"], device=kw["device"], replace_unk=replace_unk,
         alignments="auto" if want_align else False, align_shift=kw["align_shift"], lenpen=kw["lenpen"],
         lenpen_form=kw["lenpen_form"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"], min_len=kw["min_len"],
@@ -167,6 +170,10 @@ def _load(kw: dict) -> "Translator":
         batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
         shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
         unk_posterior=kw["unk_posterior"])
+    translator.build_pipelines()
+    if translator.device.type == "cpu":
+        keep_freed_memory()
+    return translator
 
 
 class OutputWriter:

@@ -107,7 +107,6 @@ class ModelBundle:
         from nmtkit.generate.quantize import check_quantize, quantize_ensemble
         from nmtkit.utils.amp import resolve_amp
         from nmtkit.utils.device import parse_device
-        from nmtkit.utils.heap import keep_freed_memory
 
         dev = parse_device(device)
         check_quantize(quantize, dev)
@@ -115,14 +114,9 @@ class ModelBundle:
         if amp_dtype is not None and quantize != "none":
             raise NmtkitError(f"--quantize {quantize} runs its own int8 arithmetic: not with --amp {amp} (use --amp none)")
         items = checkpoint_paths(path)
-        if dev.type == "cpu":
-            # as in training: the search's [rows, vocabulary] tensors, allocated and freed every step,
-            # reuse the heap instead of page-faulting fresh mappings (nmtkit.utils.heap)
-            keep_freed_memory()
         model, ckpts = load_ensemble(items, dev)
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-        src_pipe.build(), tgt_pipe.build()
         return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens)
 
     @classmethod
@@ -184,7 +178,7 @@ class ModelBundle:
     def use_data_pipelines(self, data_dir: Union[str, os.PathLike]) -> None:
         """Take the text pipelines of ``data_dir`` (which must fit) instead of the checkpoint's."""
         data = self.fit_data_dir(data_dir, "pipelines")
-        self.src_pipe, self.tgt_pipe = data.pipeline(data.src_lang).build(), data.pipeline(data.tgt_lang).build()
+        self.src_pipe, self.tgt_pipe = data.pipeline(data.src_lang), data.pipeline(data.tgt_lang)
 
     # -- batching --------------------------------------------------------------------------
     def batches(self, src_sizes: Sequence[int], tgt_sizes: Optional[Sequence[int]] = None, *,

@@ -119,7 +119,9 @@ class Int8Linear(nn.Module):
 
 class Bf16Linear(nn.Module):
     """``x @ weight.T + bias`` with bf16 weights and inputs (float32 sums, a bf16 result), for a
-    model's ``feedback_layers`` (see the module docstring)."""
+    model's ``feedback_layers`` (see the module docstring).  Luong's search uses it by blocks of
+    input columns (:meth:`columns`): the context block in float32 once per sentence, the ``h``
+    block per step as here, their sum in float32."""
 
     def __init__(self, linear: nn.Linear) -> None:
         super().__init__()

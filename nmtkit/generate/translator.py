@@ -108,7 +108,7 @@ class Translator:
         self.bundle = bundle
         # the same tokenizer without lowercasing: unknown-word replacement copies words in their input case
         src_pipe = bundle.src_pipe
-        self._cased_pipe = TextPipeline(src_pipe.lang, src_pipe.tokenizer).build() if src_pipe.lowercase else src_pipe
+        self._cased_pipe = TextPipeline(src_pipe.lang, src_pipe.tokenizer) if src_pipe.lowercase else src_pipe
         self.search = search
         self.replace_unk = replace_unk
         self.lexicon = _CaseFoldLexicon(lexicon or {}) if src_pipe.lowercase else (lexicon or {})
@@ -121,6 +121,12 @@ class Translator:
         self.n_sentences = 0
         self.n_target_tokens = 0
         self.seconds = 0.0
+
+    def build_pipelines(self) -> None:
+        """Build the tokenizers and BPE tables now; otherwise the first line builds them
+        (:meth:`TextPipeline.build`; nmtkit-translate does it during its start-up)."""
+        for pipe in (self.bundle.src_pipe, self._cased_pipe, self.bundle.tgt_pipe):
+            pipe.build()
 
     # the bundle's parts, as the translator's (the library API of earlier versions)
     model = property(lambda self: self.bundle.model)

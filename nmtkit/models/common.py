@@ -238,9 +238,10 @@ def select_input_columns(layer: nn.Module, columns: slice, float32: bool = False
     """``x -> x @ W[:, columns].T`` for a bias-free ``layer``: its product with one block of its
     input, so that ``layer(cat([a, b]))`` can be computed as the sum of the blocks' products when
     one block is better multiplied elsewhere (once per sentence rather than every step).
-    ``float32``: in float32 even where the layer computes in lower precision (a product made once
-    per sentence costs little either way).  None for a layer with a bias or of a type that cannot
-    split its input."""
+    ``float32``: a layer that keeps its weights in lower precision (the bf16 ``W_c`` of
+    ``--quantize int8``) multiplies them in float32 (a product made once per sentence costs
+    little either way); an ``nn.Linear`` computes as it always does (under autocast, in the
+    autocast type).  None for a layer with a bias or of a type that cannot split its input."""
     if getattr(layer, "bias", None) is not None:
         return None
     if isinstance(layer, nn.Linear):

@@ -180,10 +180,6 @@ class LuongModel(Seq2SeqModel):
             keys = self.attention.precompute_keys(enc.outputs)
             if keys is not None:
                 extra["keys"] = keys
-            if not torch.is_grad_enabled():  # search: see _attend
-                context_part = select_input_columns(self.W_c, slice(0, enc.outputs.size(-1)), float32=True)
-                if context_part is not None:
-                    extra["context_proj"] = context_part(enc.outputs)
         mask = lengths_to_mask(src_lengths, src_tokens.size(1))
         return EncoderOutput(states=enc.outputs, mask=mask, extra=extra)
 
@@ -207,8 +203,9 @@ class LuongModel(Seq2SeqModel):
         a step loop passes its :class:`LoopWeight` s: ``w_c`` for ``W_c [c; h]`` and the
         attention's ``products`` (:meth:`LuongAttention.loop_products`).
 
-        In a search, :meth:`encode` has multiplied the states by the context's columns of
-        ``W_c`` once per sentence (``context_proj``), and the weights average those:
+        In a step without gradients (a search), the states are multiplied by the context's
+        columns of ``W_c`` once per sentence, at the first step (``context_proj``, kept in the
+        encoder output, so it follows the search's reordering), and the weights average those:
         ``W_c [c; h] = W_c' (sum_s a_s h_s) + W_c'' h = sum_s a_s (W_c' h_s) + W_c'' h``.  Each
         step then reads vectors of the decoder's size instead of the annotations and multiplies
         only ``h`` by ``W_c''``: about 9 % of a step of 320 hypotheses of the Multi30k model with
@@ -220,7 +217,7 @@ class LuongModel(Seq2SeqModel):
         # g hypotheses of one sentence are g more queries against its states (beam search)
         query = top if g == 1 else top.reshape(n // g, g * t, h)
         steps = steps if g == 1 or steps is None else steps.reshape(n // g, g * t)
-        values = enc.extra.get("context_proj") if w_c is None else None
+        values = self._context_projection(enc) if w_c is None and not torch.is_grad_enabled() else None
         context, weights = self.attention(query, enc.states, enc.mask, enc.extra.get("keys"), steps, products, values)
         if g > 1:
             context, weights = context.reshape(n, t, -1), weights.reshape(n, t, -1)
@@ -229,6 +226,17 @@ class LuongModel(Seq2SeqModel):
             assert top_part is not None  # encode() made context_proj only where W_c splits
             return tanh(context + top_part(top)), weights
         return tanh((w_c or self.W_c)(torch.cat([context, top], dim=-1))), weights
+
+    def _context_projection(self, enc: EncoderOutput) -> Optional[Tensor]:
+        """``W_c``'s context columns times the states ``[B, S, H]``, made at the first step of a
+        search and kept in ``enc.extra`` (see :meth:`_attend`); None where ``W_c`` cannot split."""
+        proj = enc.extra.get("context_proj")
+        if proj is None:
+            context_part = select_input_columns(self.W_c, slice(0, enc.states.size(-1)), float32=True)
+            if context_part is None:
+                return None
+            proj = enc.extra["context_proj"] = context_part(enc.states)
+        return proj
 
     def _step(
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput

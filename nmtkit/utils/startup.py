@@ -5,10 +5,11 @@ hundred thousand objects that live until the process ends.  CPython's collector 
 allocation counts, so it ran several full collections over that growing heap during start-up,
 none of which could free anything: 0.2 s of `import torch, sacremoses` (0.91 against 0.71 s)
 and 0.07 s of building the BPE tables on this project's CPU, 6 % of translating Multi30k's test
-set with the int8 fast path (bench/README.md).  :func:`long_lived` pauses the collector for the
-block and then freezes what the block built (:func:`gc.freeze`), so that later collections,
-run as usual, no longer walk it.  Cyclic garbage made in the block is freed at the end of the
-process rather than collected: start-up makes little of it.
+set with the int8 fast path (bench/README.md).  :func:`long_lived` pauses the collector (for the
+whole process) during the block, then moves every object it tracks at that point, the block's
+and any left from before, into the permanent generation (:func:`gc.freeze`), so that later
+collections, run as usual, no longer walk them.  Cyclic garbage made in the block is therefore
+kept until the process ends: start-up makes little of it, and a command runs it once.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from typing import Iterator
 
 @contextmanager
 def long_lived() -> Iterator[None]:
-    """Run the block with the collector paused; what is alive after it is frozen (kept out of
-    every later collection) and the collector runs again as it did before."""
+    """Run the block with the collector paused; then every tracked object is frozen (kept out of
+    every later collection) and the collector runs again if it ran before."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

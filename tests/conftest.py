@@ -108,9 +108,9 @@ def saved_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, object]:
     figures: dict[str, object] = {}
     real = plots._save_png
 
-    def save(fig, path):  # noqa: ANN001, ANN202
+    def save(fig, path, stack=None):  # noqa: ANN001, ANN202
         figures[Path(path).name] = fig
-        real(fig, path)
+        real(fig, path, stack)
 
     monkeypatch.setattr(plots, "_save_png", save)
     return figures

@@ -427,6 +427,17 @@ def test_a_plot_dir_that_is_a_file_fails_before_anything_is_written(corpus, tmp_
     one_line_error(run(["--path", fwd(corpus), *text_args(corpus), "--plot", blocker]), str(blocker))
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_write_failing_after_the_heatmaps_leaves_none_of_them(corpus, tmp_path):
+    """The heatmaps are committed with the other outputs: -o /dev/full (written after them) fails
+    the command, and --plot DIR holds no PNG, page or temporary file."""
+    plots = tmp_path / "plots"
+    res = run(["--path", fwd(corpus), *text_args(corpus), "--plot", plots, "--plot-ids", "0,2", "--html", "-o", "/dev/full"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    one_line_error(res, "/dev/full")
+    assert not plots.exists() or not any(plots.iterdir())
+
+
 def test_build_dict_where_no_directory_can_be_fails_before_the_model_loads(corpus, tmp_path, monkeypatch):
     blocker, out = write(tmp_path / "afile", "hi\n"), write(tmp_path / "o.align", "OLD\n")
     for dest in (blocker / "x.dict", blocker / "sub" / "x.dict"):

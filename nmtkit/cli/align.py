@@ -177,7 +177,9 @@ def _scores_json(o: dict[str, Any], scores: list[tuple[str, Any]], method: Optio
     }, indent=2) + "\n"
 
 
-def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) -> None:  # noqa: ANN001
+def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds, stack: ExitStack) -> str:  # noqa: ANN001
+    """The heatmaps and page of --plot, as temporary files that ``stack`` commits with the other
+    outputs -> the line to print once they are."""
     from nmtkit.evaluate.plots import HeatmapEntry, plot_attention, write_attention_html
     from nmtkit.utils.textio import ensure_dir
 
@@ -188,11 +190,11 @@ def _write_plots(o: dict[str, Any], ids: list[int], prepared, aligned, golds) ->
         gold = None if golds is None else sorted(golds[k].possible)
         image = out / f"align-{k}.png"
         title = f"sentence {k}" + ("" if gold is None else " (circles: gold links)")
-        plot_attention(image, a.attention.numpy(), p.src.words, p.tgt.words, gold=gold, title=title)
+        plot_attention(image, a.attention.numpy(), p.src.words, p.tgt.words, gold=gold, title=title, stack=stack)
         entries.append(HeatmapEntry(image=str(image), src_words=p.src.words, tgt_words=p.tgt.words, title=title))
     if o["html"]:
-        write_attention_html(out / "index.html", entries, title=f"Attention alignments ({o['path']})")
-    console.print(f"wrote {len(entries)} heatmap(s) to {out}" + (f" and {out / 'index.html'}" if o["html"] else ""))
+        write_attention_html(out / "index.html", entries, title=f"Attention alignments ({o['path']})", stack=stack)
+    return f"wrote {len(entries)} heatmap(s) to {out}" + (f" and {out / 'index.html'}" if o["html"] else "")
 
 
 def _write_order(path: Any) -> int:
@@ -219,18 +221,19 @@ def _write_text(stack: ExitStack, path: Any, text: str) -> None:
         raise output_error(exc, display_name(path)) from exc
 
 
-def _write_outputs(outputs: list[Output], plots: Callable[[], None]) -> None:
+def _write_outputs(outputs: list[Output], plots: Callable[[ExitStack], None]) -> None:
     """Write every output, committing the files only once all of them have been written.
 
     Why: a failed --build-dict (a full disk) must not leave --output already replaced.  Regular
-    files are written to atomic_write's temporary files first; then the heatmaps, devices and
-    stdout, in that order; the files are renamed into place when the stack closes without error.
+    files are written to atomic_write's temporary files first, then the heatmaps (temporary files
+    too), devices and stdout, in that order; the files, heatmaps included, are renamed into place
+    when the stack closes without error, so a failed write leaves no heatmap behind either.
     """
     ordered = sorted(outputs, key=lambda out: _write_order(out[1]))
     with ExitStack() as stack:
         for _, path, text in (out for out in ordered if _write_order(out[1]) == 0):
             _write_text(stack, path, text)
-        plots()
+        plots(stack)
         try:
             with ExitStack() as streams:  # its own stack: a stream failing again as it closes stays in it
                 for _, path, text in (out for out in ordered if _write_order(out[1]) > 0):
@@ -275,11 +278,15 @@ def run_align(o: dict[str, Any]) -> None:
 
     outputs = _collect_outputs(o, aligner, run, golds)  # everything is computed before anything is written
 
-    def plots() -> None:
+    written: list[str] = []
+
+    def plots(stack: ExitStack) -> None:
         if o["plot"] is not None:
-            _write_plots(o, plot_ids, run.prepared, run.forward, golds)
+            written.append(_write_plots(o, plot_ids, run.prepared, run.forward, golds, stack))
 
     _write_outputs(outputs, plots)
+    for line in written:  # said once the heatmaps are in place, with the other outputs
+        console.print(line)
     for option, path, text in outputs:
         if option == "--build-dict":  # one entry a line
             n_entries = text.count("\n")

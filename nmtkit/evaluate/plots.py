@@ -3,7 +3,9 @@
 matplotlib is imported inside the functions (it is slow to import and most commands
 never plot) and used through the Agg canvas directly, never pyplot, so no display or
 global figure state is involved.  Every PNG is rendered in memory and written with
-:func:`atomic_write`, so a crash never leaves a truncated image behind.  Each plot function
+:func:`atomic_write`, so a crash never leaves a truncated image behind; given an ``ExitStack``
+(``stack``), the heatmap functions leave their files to be committed with a command's other
+outputs when the stack closes, so that a later failure leaves none of them.  Each plot function
 returns the Figure it saved, so that callers and tests can check what is drawn (axes, series,
 labels) instead of only that a PNG exists.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 import html
 import math
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
@@ -34,17 +37,33 @@ def _new_figure(width: float, height: float) -> Any:
     return fig
 
 
-def _save_png(fig: Any, path: str | os.PathLike) -> None:
-    """Render ``fig`` to PNG bytes and write them atomically."""
+def _save_png(fig: Any, path: str | os.PathLike, stack: ExitStack | None = None) -> None:
+    """Render ``fig`` to PNG bytes and write them atomically (with ``stack``: committed when it closes)."""
     buf = BytesIO()
     fig.savefig(buf, format="png", dpi=_DPI, bbox_inches="tight")
-    with atomic_write(path, "wb") as fh:
-        fh.write(buf.getvalue())
+    _write_atomically(path, buf.getvalue(), "wb", stack)
+
+
+def _write_atomically(path: str | os.PathLike, data: str | bytes, mode: str, stack: ExitStack | None) -> None:
+    """Write ``data`` through :func:`atomic_write`: now, or into a temporary file that ``stack``
+    renames into place when it closes without error (and removes otherwise)."""
+    if stack is None:
+        with atomic_write(path, mode) as fh:
+            fh.write(data)
+        return
+    from nmtkit.utils.textio import output_error
+
+    fh = stack.enter_context(atomic_write(path, mode))
+    try:
+        fh.write(data)
+        fh.flush()
+    except OSError as exc:
+        raise output_error(exc, path) from exc
 
 
 def plot_attention(path: str | os.PathLike, attention: Any, src_words: Sequence[str],
                    tgt_words: Sequence[str], gold: Iterable[Link] | None = None,
-                   title: str | None = None) -> Any:
+                   title: str | None = None, stack: ExitStack | None = None) -> Any:
     """Write an attention heatmap: source words across the top, target words down the side.
 
     ``attention`` is a ``[len(tgt_words), len(src_words)]`` matrix (numpy array, nested
@@ -78,7 +97,7 @@ def plot_attention(path: str | os.PathLike, attention: Any, src_words: Sequence[
                        edgecolors="red", linewidths=1.5, label="gold")
     if title:
         ax.set_title(title, fontsize=10, pad=12)
-    _save_png(fig, path)
+    _save_png(fig, path, stack)
     return fig
 
 
@@ -94,7 +113,7 @@ class HeatmapEntry:
 
 
 def write_attention_html(path: str | os.PathLike, entries: Sequence[HeatmapEntry],
-                         title: str = "Attention") -> None:
+                         title: str = "Attention", stack: ExitStack | None = None) -> None:
     """Write an HTML page showing several heatmaps with their sentences.
 
     Image links are relative to the page's directory (the folder can be moved or
@@ -123,8 +142,7 @@ def write_attention_html(path: str | os.PathLike, entries: Sequence[HeatmapEntry
             "</figure>",
         ]
     parts.append("</body></html>")
-    with atomic_write(path) as fh:
-        fh.write("\n".join(parts) + "\n")
+    _write_atomically(path, "\n".join(parts) + "\n", "w", stack)
 
 
 def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],

@@ -117,7 +117,6 @@ class Translator:
         self.max_source_len = max_source_len or bundle.max_source_len() or DEFAULT_MAX_SOURCE_LEN
         self.shortlist = shortlist
         self.unk_posterior = unk_posterior
-        self.warnings: list[str] = []
         self.n_sentences = 0
         self.n_target_tokens = 0
         self.seconds = 0.0
@@ -212,7 +211,6 @@ class Translator:
         truncated_from = None
         if self.max_source_len is not None and len(pieces) > self.max_source_len:
             truncated_from = len(pieces)
-            self.warnings.append(f"line {index + 1}: {len(pieces)} source tokens, truncated to {self.max_source_len}")
             pieces = pieces[: self.max_source_len]
         tok_of_piece = piece_to_token_index(pieces)
         return {

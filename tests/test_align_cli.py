@@ -490,7 +490,9 @@ def test_gold_option_checks_are_the_librarys_and_come_before_loading(tmp_path, m
     def refuse(*args: object) -> None:
         raise NmtkitError("checked by the library")
 
-    monkeypatch.setattr(library, "check_gold_options", refuse)  # one check, used by the command too
+    from nmtkit.evaluate import alignment_io
+
+    monkeypatch.setattr(alignment_io, "check_gold_options", refuse)  # one check, used by the command too
     one_line_error(run(["--path", missing, *text, "--gold", g]), "checked by the library")
 
 

@@ -92,7 +92,7 @@ def test_checkpoint_paths_refuse_empty_names_and_take_a_file_with_a_colon(tmp_pa
     import shutil
 
     from nmtkit.errors import NmtkitError
-    from nmtkit.generate.bundle import checkpoint_paths
+    from nmtkit.generate.checkpoint_paths import checkpoint_paths
 
     a = tmp_path / "a.pt"
     a.write_bytes(b"x")

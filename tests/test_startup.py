@@ -80,3 +80,40 @@ def test_translate_loads_the_model_and_builds_its_pipelines_with_the_collector_p
     assert res.exit_code == 0, res.output
     assert loads == [False] and len(builds) >= 2 and not any(builds) and gc.isenabled()
     assert heap_calls == [1]  # a CPU run keeps freed memory in the heap
+
+
+def test_a_bad_search_setting_is_refused_before_the_model_loads(random_ckpt, monkeypatch):
+    def loaded(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("the model was loaded before the search options were checked")
+
+    monkeypatch.setattr(Translator, "from_checkpoint", classmethod(loaded))
+    res = CliRunner().invoke(translate, ["--quiet", "--path", str(random_ckpt), "--beam", "2", "--nbest", "3"], input="a\n")
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.strip() == "nmtkit-translate: error: --nbest must be <= --beam (2), got 3"
+
+
+def _torch_imported_after(command: str, args: list[str]) -> tuple[int, bool]:
+    """Run a command's click entry in a fresh interpreter -> (exit code, whether torch got imported)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys, json; from click.testing import CliRunner; "
+            f"from nmtkit.cli.{command} import command; r = CliRunner().invoke(command, {json.dumps(args)}); "
+            "print(json.dumps([r.exit_code, 'torch' in sys.modules]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    exit_code, imported = json.loads(out.strip().splitlines()[-1])
+    return exit_code, imported
+
+
+def test_option_and_path_errors_come_before_torch_is_imported(random_ckpt, tmp_path):
+    """A wrong flag or checkpoint path is a one-line error at once, not after about a second of
+    importing torch."""
+    text = tmp_path / "x.txt"
+    text.write_text("a\n", encoding="utf-8")
+    assert _torch_imported_after("translate", ["--path", str(random_ckpt), "--beam", "2", "--nbest", "3"]) == (1, False)
+    assert _torch_imported_after("translate", ["--path", str(tmp_path / "missing.pt"), "--input", str(text)]) == (1, False)
+    assert _torch_imported_after("align", ["--path", str(tmp_path / "missing.pt"), "--source", str(text),
+                                           "--target", str(text)]) == (1, False)
+    assert _torch_imported_after("align", ["--path", str(random_ckpt), "--source", str(text), "--target", str(text),
+                                           "--possible", str(text)]) == (1, False)

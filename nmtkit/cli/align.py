@@ -77,7 +77,7 @@ def parse_plot_ids(text: Optional[str], n_pairs: int) -> list[int]:
 
 def _check_options(o: dict[str, Any]) -> None:
     """Refuse option combinations that cannot mean anything, before any file is read."""
-    from nmtkit.generate.aligner import check_gold_options
+    from nmtkit.evaluate.alignment_io import check_gold_options
 
     if o["data"] is not None and (o["source"] is not None or o["target"] is not None):
         raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
@@ -144,11 +144,12 @@ def _check_destination(option: str, path: Any, directory: bool = False) -> None:
 
 
 def _inputs(o: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Every file or directory the command reads, with its option (no output may replace one)."""
-    from nmtkit.generate.bundle import split_checkpoint_paths
+    """Every file or directory the command reads, with its option (no output may replace one);
+    a checkpoint that does not exist is refused here, before torch is imported."""
+    from nmtkit.generate.checkpoint_paths import checkpoint_paths
 
-    ckpts = [("--path", p) for p in split_checkpoint_paths(o["path"])]
-    ckpts += [("--reverse-path", p) for p in (split_checkpoint_paths(o["reverse_path"]) if o["reverse_path"] else [])]
+    ckpts = [("--path", p) for p in checkpoint_paths(o["path"])]
+    ckpts += [("--reverse-path", p) for p in (checkpoint_paths(o["reverse_path"]) if o["reverse_path"] else [])]
     return [*ckpts, *[(f"--{k}", o[k]) for k in ("source", "target", "data", "gold", "sure", "possible")]]
 
 
@@ -246,14 +247,15 @@ def _write_outputs(outputs: list[Output], plots: Callable[[ExitStack], None]) ->
 def run_align(o: dict[str, Any]) -> None:
     """Everything the command does, given its options as a dictionary: the library aligns
     (:class:`nmtkit.generate.aligner.Aligner`), this writes and prints."""
-    from nmtkit.generate.aligner import Aligner, read_gold_links
     from nmtkit.utils.startup import long_lived
     from nmtkit.utils.textio import read_lines
 
     _check_options(o)
-    _check_destinations(o)  # before the (slow) checkpoint loading and decoding
-    set_threads(o["threads"])
-    with long_lived():  # the model: kept for the whole run
+    _check_destinations(o)  # before torch is imported, and the (slow) checkpoint loading and decoding
+    with long_lived():  # torch and the model: kept for the whole run
+        from nmtkit.generate.aligner import Aligner, read_gold_links
+
+        set_threads(o["threads"])
         aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                           align_shift=o["align_shift"], batch_size=o["batch_size"],
                                           max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],

@@ -234,7 +234,7 @@ def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str
         raise NmtkitError("--plot -: the scores are written to standard output; give the plot a file name")
     ckpt_names: list[str] = []
     if checkpoints:  # torch only when scoring with a model
-        from nmtkit.generate.bundle import split_checkpoint_paths
+        from nmtkit.generate.checkpoint_paths import split_checkpoint_paths
 
         ckpt_names = split_checkpoint_paths(checkpoints)
     refuse_outputs_over_inputs(

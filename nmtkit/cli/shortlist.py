@@ -26,7 +26,8 @@ PROG = "nmtkit-shortlist"
 def command(path: str, table: str, data: str | None, output: str) -> None:
     """Compile a lexical table for one model; nmtkit-translate --shortlist reads the result
     like the table itself (same ids for any --shortlist-k), without the start-up work."""
-    from nmtkit.generate.bundle import ModelBundle, split_checkpoint_paths
+    from nmtkit.generate.bundle import ModelBundle
+    from nmtkit.generate.checkpoint_paths import split_checkpoint_paths
     from nmtkit.generate.shortlist import compile_shortlist
     from nmtkit.utils.progress import progress_bar
 

@@ -24,6 +24,7 @@ from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
 
 if TYPE_CHECKING:
+    from nmtkit.generate.search_options import SearchOptions
     from nmtkit.generate.translator import Translator
 
 PROG = "nmtkit-translate"
@@ -68,6 +69,7 @@ def command(**kw) -> None:  # noqa: ANN003
     from nmtkit.utils.startup import long_lived
 
     check_streams(kw)
+    _search_options(kw)  # a bad combination (--nbest above --beam) is refused before torch loads
     with long_lived():  # torch, the model and the text pipelines: kept for the whole run
         translator = _load(kw)
     import torch
@@ -131,10 +133,11 @@ def command(**kw) -> None:  # noqa: ANN003
 
 
 def check_streams(kw: dict) -> None:
-    """Before the model loads: a closed stdin or stdout that the run needs is one line, and no
-    output may replace an input (the translations would overwrite their own source)."""
+    """Before torch is imported and the model loads: a closed stdin or stdout that the run needs
+    is one line, every checkpoint must exist, and no output may replace an input (the
+    translations would overwrite their own source)."""
     from nmtkit.errors import OutputError
-    from nmtkit.generate.bundle import split_checkpoint_paths
+    from nmtkit.generate.checkpoint_paths import checkpoint_paths
     from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
     if (kw["input_path"] is None or is_stdio(kw["input_path"])) and stream_closed(sys.stdin):
@@ -148,8 +151,16 @@ def check_streams(kw: dict) -> None:
     unk_dict = kw["replace_unk"] if kw["replace_unk"] not in (None, COPY) else None
     refuse_outputs_over_inputs(
         outputs=[("--output", kw["output_path"]), ("--alignment-file", kw["alignment_file"])],
-        inputs=[("--input", kw["input_path"]), *[("--path", p) for p in split_checkpoint_paths(kw["path"])],
+        inputs=[("--input", kw["input_path"]), *[("--path", p) for p in checkpoint_paths(kw["path"])],
                 ("--data", kw["data"]), ("--replace-unk", unk_dict), ("--shortlist", kw["shortlist"])])
+
+
+def _search_options(kw: dict) -> "SearchOptions":
+    """The search's settings from the options, checked (torch-free)."""
+    from nmtkit.generate.search_options import SearchOptions
+
+    return SearchOptions(beam=kw["beam"], nbest=kw["nbest"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"],
+                         min_len=kw["min_len"], lenpen=kw["lenpen"], lenpen_form=kw["lenpen_form"], unkpen=kw["unkpen"])
 
 
 def _load(kw: dict) -> "Translator":

@@ -12,7 +12,7 @@ import os
 from typing import Iterable, Sequence
 
 from nmtkit.data.pharaoh import GoldAlignment, Link, read_pharaoh
-from nmtkit.errors import InputError
+from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.textio import atomic_write
 
 Alignment = set[Link]
@@ -60,3 +60,13 @@ def write_pharaoh(path: str | os.PathLike, alignments: Sequence[Iterable[Link]])
     with atomic_write(path) as fh:
         for links in alignments:
             fh.write(format_pharaoh(links) + "\n")
+
+
+def check_gold_options(gold: str | None = None, sure: str | None = None, possible: str | None = None) -> None:
+    """Refuse gold file combinations that mean nothing; separate from
+    :func:`nmtkit.generate.aligner.read_gold_links` (here, free of torch) so that nmtkit-align can
+    check them before it imports torch and loads checkpoints."""
+    if gold is not None and (sure is not None or possible is not None):
+        raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")
+    if possible is not None and sure is None:
+        raise NmtkitError("--possible needs --sure")

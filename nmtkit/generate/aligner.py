@@ -22,7 +22,8 @@ from nmtkit.evaluate.aer import AERResult, alignment_error_rate
 from nmtkit.evaluate.symmetrize import ALL_METHODS, SOFT_METHODS, check_symmetrize_options, symmetrize as combine
 from nmtkit.generate.align_pipeline import (AlignedPair, Link, PreparedPair, check_posterior_options, flip, force_align,
                                             prepare_corpus)
-from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle, PathsLike, checkpoint_paths
+from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle
+from nmtkit.generate.checkpoint_paths import PathsLike, checkpoint_paths
 from nmtkit.generate.word_alignment import soft_symmetrize
 
 SYMMETRIZATIONS = ALL_METHODS
@@ -206,21 +207,12 @@ def check_reverse(forward: ModelBundle, reverse: ModelBundle) -> None:
                           f"(the reverse of --path, which translates {fs}->{ft})")
 
 
-def check_gold_options(gold: Optional[str] = None, sure: Optional[str] = None, possible: Optional[str] = None) -> None:
-    """Refuse gold file combinations that mean nothing; separate from :func:`read_gold_links` so
-    that the command can check them before loading checkpoints."""
-    if gold is not None and (sure is not None or possible is not None):
-        raise NmtkitError("give either --gold FILE or --sure FILE [--possible FILE], not both")
-    if possible is not None and sure is None:
-        raise NmtkitError("--possible needs --sure")
-
-
 def read_gold_links(words: Sequence[tuple[Sequence[str], Sequence[str]]], *, gold: Optional[str] = None,
                     sure: Optional[str] = None, possible: Optional[str] = None):  # noqa: ANN201
     """Gold alignments (one per pair) from ``gold`` (``i-j`` sure, ``i?j`` possible) or ``sure``
     [+ ``possible``] files, checked against the pairs' word counts; None when none is given."""
     from nmtkit.data.pharaoh import GoldAlignment
-    from nmtkit.evaluate.alignment_io import read_alignments, read_gold, read_gold_pair
+    from nmtkit.evaluate.alignment_io import check_gold_options, read_alignments, read_gold, read_gold_pair
 
     check_gold_options(gold, sure, possible)
     src_lengths = [len(s) for s, _ in words]

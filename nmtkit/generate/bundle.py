@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from nmtkit.data.text_pipeline import TextPipeline
-from nmtkit.errors import InputError, NmtkitError
+from nmtkit.errors import NmtkitError
+from nmtkit.generate.checkpoint_paths import PathsLike, checkpoint_paths
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.utils.amp import autocast
 
@@ -27,37 +28,8 @@ if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
 
-PathsLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
-
 #: Sentences per batch of every inference command unless it says otherwise (the one default).
 DEFAULT_BATCH_SIZE = 64
-
-
-def split_checkpoint_paths(text: str) -> list[str]:
-    """``--path``'s value as file names: ``a.pt:b.pt`` is two, but a name of an existing file is that
-    one file even with a ``:`` in it; an empty name between ``:``s is refused, not skipped.  The
-    one split, for loading and for the commands' checks that no output replaces a checkpoint."""
-    items = [text] if os.path.isfile(text) else text.split(":")
-    if len(items) > 1 and not all(items):
-        raise NmtkitError(f"--path {text!r}: an empty checkpoint name between ':'s")
-    return [p for p in items if p]
-
-
-def checkpoint_paths(paths: PathsLike) -> list[str]:
-    """``"a.pt:b.pt"``, a path or a list of paths -> the checkpoint files, each of which must exist
-    (checked before any is loaded, so a typo in the second costs no loading of the first).
-    A string that names an existing file is that one file, even with a ``:`` in its name; an
-    empty name between ``:``s (``a.pt::b.pt``, a trailing ``:``) is refused, not skipped."""
-    if isinstance(paths, (str, os.PathLike)):
-        items = split_checkpoint_paths(os.fspath(paths))
-    else:
-        items = [os.fspath(p) for p in paths]
-    if not items:
-        raise NmtkitError("--path needs at least one checkpoint file")
-    for p in items:
-        if not os.path.isfile(p):
-            raise InputError(p, None, "no such checkpoint file")
-    return items
 
 
 def load_ensemble(paths: PathsLike, device: Optional[torch.device] = None) -> tuple[EnsembleModel, list[dict[str, Any]]]:

@@ -16,7 +16,8 @@ from nmtkit.data.dictionary import EOS_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.metrics import perplexity
 from nmtkit.evaluate.scoring import display_name
-from nmtkit.generate.bundle import ModelBundle, PathsLike
+from nmtkit.generate.bundle import ModelBundle
+from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.forced import ForcedResult, score_corpus
 from nmtkit.utils.memory import allocation_guard
 from nmtkit.utils.textio import check_parallel, read_lines

@@ -29,7 +29,8 @@ from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_in
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.beam import Hypothesis, SearchOptions, beam_search
-from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle, PathsLike
+from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle
+from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks

@@ -91,4 +91,6 @@ def test_select_input_columns_sums_to_the_whole_product():
     torch.testing.assert_close(exact, x[:, :4] @ bf16.weight[:, :4].float().T, atol=1e-6, rtol=1e-6)
     rounded = select_input_columns(bf16, slice(0, 4))(x[:, :4])
     assert rounded.dtype == torch.float32
+    assert torch.equal(select_input_columns(bf16, slice(0, 4))(x[:, :4]), rounded)  # the cached block again
+    assert len(bf16._blocks) == 2  # each block copied once, not per call
     torch.testing.assert_close(rounded, exact, atol=3e-2, rtol=2e-2)

@@ -128,6 +128,7 @@ class Bf16Linear(nn.Module):
         self.out_features, self.in_features = linear.weight.shape
         self.weight = linear.weight.detach().to(torch.bfloat16).clone()
         self.bias = None if linear.bias is None else linear.bias.detach().to(torch.bfloat16).clone()
+        self._blocks: dict[tuple, Tensor] = {}  # column blocks of the (fixed) weight, see columns()
 
     def forward(self, x: Tensor) -> Tensor:
         return torch.nn.functional.linear(x.to(torch.bfloat16), self.weight, self.bias).to(x.dtype)
@@ -136,9 +137,11 @@ class Bf16Linear(nn.Module):
         """``x -> x @ W[:, columns].T`` of a bias-free layer
         (:func:`~nmtkit.models.common.select_input_columns`): as :meth:`forward` computes, or with
         the bf16 weights in float32 arithmetic (``float32``, for a product made once per sentence)."""
-        weight = self.weight[:, columns].contiguous()
+        key = (columns.start, columns.stop, columns.step, float32)
+        weight = self._blocks.get(key)
+        if weight is None:  # copied once: the search asks for the h block every step
+            weight = self._blocks[key] = self.weight[:, columns].contiguous().to(torch.float32 if float32 else torch.bfloat16)
         if float32:
-            weight = weight.float()
             return lambda x: torch.nn.functional.linear(x.float(), weight).to(x.dtype)
         return lambda x: torch.nn.functional.linear(x.to(torch.bfloat16), weight).to(x.dtype)
 

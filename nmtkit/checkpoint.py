@@ -63,7 +63,7 @@ def epoch_number(path: str | os.PathLike) -> Optional[int]:
     """N for a file named ``checkpoint{N}.pt`` (what the trainer writes each epoch), else None."""
     p = Path(path)
     number = p.stem[len("checkpoint"):]
-    return int(number) if p.suffix == ".pt" and p.stem.startswith("checkpoint") and number.isdigit() else None
+    return int(number) if p.suffix == ".pt" and p.stem.startswith("checkpoint") and number.isascii() and number.isdigit() else None
 
 
 def epoch_checkpoints(save_dir: str | os.PathLike) -> list[Path]:

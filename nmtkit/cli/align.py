@@ -45,7 +45,7 @@ from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_
 from nmtkit.errors import NmtkitError, OutputError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
-from nmtkit.utils.stdio import STDIO, STDOUT_NAME, direct_target, display_name, is_stdio, stream_closed
+from nmtkit.utils.stdio import STDIO, STDOUT_NAME, direct_target, display_name, is_stdio, refuse_stdin_twice, stream_closed
 
 PROG = "nmtkit-align"
 
@@ -65,7 +65,7 @@ def parse_plot_ids(text: Optional[str], n_pairs: int) -> list[int]:
     ids: list[int] = []
     for item in text.split(","):
         item = item.strip()
-        if not item.isdigit():
+        if not (item.isascii() and item.isdigit()):  # int() would take '²' as a digit but fail
             raise NmtkitError(f"--plot-ids expects comma-separated 0-based sentence numbers, got {text!r}")
         k = int(item)
         if k >= n_pairs:
@@ -83,8 +83,7 @@ def _check_options(o: dict[str, Any]) -> None:
         raise NmtkitError("give either --data DIR (with --split) or --source/--target, not both")
     if o["data"] is None and (o["source"] is None or o["target"] is None):
         raise NmtkitError("give --source FILE and --target FILE, or --data DIR with --split")
-    if o["source"] is not None and o["source"] == o["target"] == "-":
-        raise NmtkitError("standard input ('-') can be read only once")
+    refuse_stdin_twice([(f"--{name}", o[name]) for name in ("source", "target", "gold", "sure", "possible")])
     check_gold_options(o["gold"], o["sure"], o["possible"])  # before the (slow) checkpoint loading
     check_symmetrize_options(o["symmetrize"], o["reverse_path"] is not None)
     if o["as_json"] and o["gold"] is None and o["sure"] is None:

@@ -77,4 +77,6 @@ def parse_model_opts(pairs: tuple[str, ...]) -> dict[str, Any]:
             out[key.replace("-", "_")] = json.loads(value)
         except json.JSONDecodeError:
             out[key.replace("-", "_")] = value
+        except RecursionError:
+            raise NmtkitError(f"--model-opt {key}: the value is nested too deeply") from None
     return out

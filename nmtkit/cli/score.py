@@ -21,6 +21,7 @@ summed over the reference tokens including ``</s>``), then
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Sequence
 
 import click
@@ -157,6 +158,12 @@ def _text_json(names: list[str], sys_files: list[str], metric_names: list[str],
 # ---------------------------------------------------------------------------------------
 # model scoring (forced decoding of references)
 # ---------------------------------------------------------------------------------------
+def _json_number(x: float) -> float | None:
+    """``x``, or null where it is not finite (a perplexity that overflows is ``inf``): strict JSON
+    has no Infinity or NaN, and readers other than Python's refuse them."""
+    return x if math.isfinite(x) else None
+
+
 def _score_model(*, checkpoints: str, data: str | None, split: str, source: str | None,
                  target: str | None, batch_size: int, device: str, amp: str, as_json: bool) -> None:
     """Reference log-probabilities per sentence and corpus perplexity under a model/ensemble."""
@@ -176,10 +183,10 @@ def _score_model(*, checkpoints: str, data: str | None, split: str, source: str 
     if as_json:
         click.echo(json.dumps({
             "checkpoints": paths,
-            "sentences": [{"line": k, "logprob": lp, "n_tokens": n}
+            "sentences": [{"line": k, "logprob": _json_number(lp), "n_tokens": n}
                           for k, (lp, n) in enumerate(zip(logprobs, counts), start=1)],
-            "total_logprob": total, "n_tokens": n_tokens, "perplexity": ppl,
-        }, indent=2))
+            "total_logprob": _json_number(total), "n_tokens": n_tokens, "perplexity": _json_number(ppl),
+        }, indent=2, allow_nan=False))
     else:
         for k, (lp, n) in enumerate(zip(logprobs, counts), start=1):
             click.echo(f"{k}\t{lp:.4f}\t{n}")

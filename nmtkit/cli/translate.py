@@ -20,7 +20,7 @@ import click
 from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
                                run_console_script, search_options, set_threads)
 from nmtkit.errors import InputError
-from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is_stdio, stream_closed
+from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is_stdio, refuse_stdin_twice, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
 
 if TYPE_CHECKING:
@@ -134,8 +134,8 @@ def command(**kw) -> None:  # noqa: ANN003
 
 def check_streams(kw: dict) -> None:
     """Before torch is imported and the model loads: a closed stdin or stdout that the run needs
-    is one line, every checkpoint must exist, and no output may replace an input (the
-    translations would overwrite their own source)."""
+    is one line, standard input is read by one option at most, every checkpoint must exist, and
+    no output may replace an input (the translations would overwrite their own source)."""
     from nmtkit.errors import OutputError
     from nmtkit.generate.checkpoint_paths import checkpoint_paths
     from nmtkit.utils.overlap import refuse_outputs_over_inputs
@@ -149,6 +149,8 @@ def check_streams(kw: dict) -> None:
         raise OutputError(STDOUT_NAME, "--alignment-file would interleave alignments with the translations on standard "
                                        "output (use --print-alignment to append them to each line)")
     unk_dict = kw["replace_unk"] if kw["replace_unk"] not in (None, COPY) else None
+    refuse_stdin_twice([("the sentences (--input)", kw["input_path"] or STDIO), ("--replace-unk", unk_dict),
+                        ("--shortlist", kw["shortlist"])])
     refuse_outputs_over_inputs(
         outputs=[("--output", kw["output_path"]), ("--alignment-file", kw["alignment_file"])],
         inputs=[("--input", kw["input_path"]), *[("--path", p) for p in checkpoint_paths(kw["path"])],

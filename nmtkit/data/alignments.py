@@ -112,11 +112,12 @@ class StoredAlignments:
         data = np.asarray(self._links._data, dtype=np.int64).reshape(-1, 2)
         if len(data):
             sent = np.repeat(np.arange(len(src_sizes)), self._links.sizes // 2)
-            bad = (data[:, 0] >= src_sizes[sent]) | (data[:, 1] >= tgt_sizes[sent])
+            # a signed dtype can hold negative indices: -1 would silently mark the last piece
+            bad = (data[:, 0] >= src_sizes[sent]) | (data[:, 1] >= tgt_sizes[sent]) | (data < 0).any(axis=1)
             if bad.any():
                 k = int(np.argmax(bad))
                 raise InputError(path, None, f"corrupt alignments: sentence {int(sent[k])} (0-based) links piece "
-                                 f"{int(data[k, 0])}-{int(data[k, 1])}, beyond its {int(src_sizes[sent[k]])} source / "
+                                 f"{int(data[k, 0])}-{int(data[k, 1])}, outside its {int(src_sizes[sent[k]])} source / "
                                  f"{int(tgt_sizes[sent[k]])} target pieces")
 
     def __len__(self) -> int:

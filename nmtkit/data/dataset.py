@@ -45,12 +45,12 @@ def _inside_directory(name: object) -> bool:
     return isinstance(name, str) and bool(name) and not os.path.isabs(name) and ".." not in Path(name).parts
 
 
-def _language(name: object) -> bool:
-    """A language suffix, part of file names: no path separator."""
+def is_language_code(name: object) -> bool:
+    """A language suffix, part of file names: no path separator, not empty, not ``.`` or ``..``."""
     return isinstance(name, str) and bool(name) and "/" not in name and os.sep not in name and name not in (".", "..")
 
 
-_LANG = Check(_language, "a language code (a string without '/')")
+_LANG = Check(is_language_code, "a language code (a string without '/')")
 #: What the readers of ``meta.json`` use (:mod:`nmtkit.utils.schema`).  BPE codes are named
 #: relative to the data directory: training inlines their text into every checkpoint, so a
 #: ``meta.json`` must not make it read (and ship) an arbitrary file.

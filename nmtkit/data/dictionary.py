@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import Counter
 from typing import Iterable, Sequence
 
 from nmtkit.data.text_pipeline import split_words
 from nmtkit.errors import InputError
 from nmtkit.utils.textio import atomic_write, iter_lines
+
+#: A count in a dictionary file: ASCII digits only (``int`` would accept '²' in isdigit's sense, then fail).
+_COUNT = re.compile(r"-?[0-9]+")
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -125,7 +129,7 @@ class Dictionary:
         d = cls()
         for lineno, line in iter_lines(path):
             parts = line.rsplit(" ", 1)
-            if len(parts) != 2 or not parts[0] or not parts[1].lstrip("-").isdigit():
+            if len(parts) != 2 or not parts[0] or not _COUNT.fullmatch(parts[1]):
                 raise InputError(str(path), lineno, f"expected 'token count', got {line!r}")
             tok, cnt = parts[0], int(parts[1])
             if not is_one_word(tok):

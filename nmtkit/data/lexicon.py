@@ -13,7 +13,7 @@ import os
 from collections import Counter, defaultdict
 from typing import Iterable, Iterator, Optional, Sequence
 
-from nmtkit.data.text_pipeline import normalize_line
+from nmtkit.data.text_pipeline import split_words
 from nmtkit.errors import InputError
 from nmtkit.utils.textio import iter_lines
 
@@ -61,15 +61,16 @@ def iter_lexicon_entries(path: str | os.PathLike) -> Iterator[tuple[int, str, st
     """``(line number, source, target, score or None)`` per ``source target [score]`` line.
 
     Shared by :func:`load_lexicon` (1-best for ``--replace-unk``) and the vocabulary shortlist
-    (top K per source word), so both read the same files the same way.  Fields are split on
-    whitespace (control characters normalised first, so none can reach the output); a third
+    (top K per source word), so both read the same files the same way.  Fields are split as
+    :func:`split_words` splits text (spaces and tabs, control characters normalised first, so none
+    can reach the output; other Unicode spaces stay inside a word, as they do in the model); a third
     field must be a number; any other line is an :class:`InputError` naming file and line, and
     so is an empty file.
     """
     n_lines = 0
     for lineno, line in iter_lines(path):
         n_lines += 1
-        fields = normalize_line(line).split()
+        fields = split_words(line)
         score: Optional[float] = None
         if len(fields) == 3:
             try:

@@ -17,7 +17,7 @@ from typing import Optional
 from nmtkit import __version__
 from nmtkit.data.alignments import (ALIGN_SUFFIX, check_alignfile_option, file_blocks, piece_links, read_alignfiles,
                                     write_alignments)
-from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir
+from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir, is_language_code
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.parallel_map import bpe_chunk, map_chunks, tokenize_chunk
@@ -138,6 +138,9 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
 def _check_options(opt: PreprocessOptions) -> list[str]:
     """Refuse contradictory options and unreadable codes or dictionaries before reading any
     corpus; returns the alignment file prefixes (:func:`check_destdir`)."""
+    for option, lang in (("--source-lang", opt.source_lang), ("--target-lang", opt.target_lang)):
+        if not is_language_code(lang):  # the data directory's readers refuse it: say so before writing one
+            raise NmtkitError(f"{option} {lang!r} is not a language code: it names files, so it must be non-empty, hold no '/' and not be '.' or '..'")
     if opt.source_lang == opt.target_lang:
         raise NmtkitError("--source-lang and --target-lang must differ")
     if not opt.trainpref and not (opt.srcdict and (opt.tgtdict or opt.joined_dictionary)):

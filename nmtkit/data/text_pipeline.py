@@ -74,7 +74,7 @@ def merge_bpe(pieces: list[str]) -> list[str]:
 def read_bpe_codes(path: str | os.PathLike) -> str:
     """The text of a subword-nmt codes file, checked (see :func:`check_bpe_codes`).
 
-    Newlines are read as text mode reads them (``\r\n`` -> ``\n``): the text is inlined into
+    Newlines are read as text mode reads them (``\r\n`` -> ``\n``) and a byte-order mark is dropped: the text is inlined into
     checkpoints, and ensembles compare it."""
     raw = Path(path).read_bytes()
     try:
@@ -83,7 +83,9 @@ def read_bpe_codes(path: str | os.PathLike) -> str:
         start = raw.rfind(b"\n", 0, exc.start) + 1
         raise InputError(str(path), raw.count(b"\n", 0, exc.start) + 1,
                          f"invalid UTF-8 at byte {exc.start - start}") from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # A byte-order mark, as every other text input drops it: kept, it would hide the version line
+    # and subword-nmt would silently segment as version 0.1.
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     check_bpe_codes(text, str(path))
     return text
 
@@ -95,7 +97,7 @@ def check_bpe_codes(text: str, name: str) -> None:
     first = 1
     if lines and lines[0].startswith("#version:"):
         version = re.sub(r"(\.0+)*$", "", lines[0].split()[-1]) if lines[0].split()[1:] else ""
-        if not all(part.isdigit() for part in version.split(".")):
+        if not all(part.isascii() and part.isdigit() for part in version.split(".")):
             raise InputError(name, 1, f"not a subword-nmt version line: {lines[0][:60]!r}")
         if tuple(int(part) for part in version.split(".")) not in ((0, 1), (0, 2)):  # subword-nmt applies no other
             raise InputError(name, 1, f"BPE codes version {lines[0].split()[-1]} is not supported (subword-nmt applies 0.1 and 0.2)")

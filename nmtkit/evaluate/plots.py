@@ -16,15 +16,32 @@ import math
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import wraps
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 from urllib.parse import quote
 
 from nmtkit.utils.textio import atomic_write
 
 Link = tuple[int, int]
 _DPI = 100
+
+
+_Plot = TypeVar("_Plot", bound=Callable[..., Any])
+
+
+def _literal_text(plot: _Plot) -> _Plot:
+    """Draw every label as the text it is: words, file names and titles come from users' data,
+    and matplotlib would otherwise read ``$...$`` in them as TeX math (a word like ``$\\foo$``
+    raises a parse error, after an alignment run has done all its work)."""
+    @wraps(plot)
+    def literal(*args: Any, **kwargs: Any) -> Any:
+        from matplotlib import rc_context
+
+        with rc_context({"text.parse_math": False, "text.usetex": False}):
+            return plot(*args, **kwargs)
+    return literal  # type: ignore[return-value]
 
 
 def _new_figure(width: float, height: float) -> Any:
@@ -61,6 +78,7 @@ def _write_atomically(path: str | os.PathLike, data: str | bytes, mode: str, sta
         raise output_error(exc, path) from exc
 
 
+@_literal_text
 def plot_attention(path: str | os.PathLike, attention: Any, src_words: Sequence[str],
                    tgt_words: Sequence[str], gold: Iterable[Link] | None = None,
                    title: str | None = None, stack: ExitStack | None = None) -> Any:
@@ -145,6 +163,7 @@ def write_attention_html(path: str | os.PathLike, entries: Sequence[HeatmapEntry
     _write_atomically(path, "\n".join(parts) + "\n", "w", stack)
 
 
+@_literal_text
 def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
                         train_ppl: Sequence[float] | None = None,
                         epochs: Sequence[float] | None = None, title: str | None = None,
@@ -195,6 +214,7 @@ def plot_learning_curve(path: str | os.PathLike, valid_ppl: Sequence[float],
     return fig
 
 
+@_literal_text
 def plot_length_buckets(path: str | os.PathLike, bucket_labels: Sequence[str],
                         systems: Mapping[str, Sequence[float | None]],
                         xlabel: str = "source sentence length (words)",

@@ -27,6 +27,7 @@ from nmtkit.evaluate.metrics import (
     parse_metric_names,
     sentence_scores,
 )
+from nmtkit.utils.stdio import refuse_stdin_twice
 from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 
 DEFAULT_METRICS = ("bleu", "chrf")
@@ -91,8 +92,7 @@ def resolve_labels(sys_files: Sequence[str], labels: Union[str, Sequence[str], N
 def read_score_inputs(sys_files: Sequence[str], ref_files: Sequence[str],
                       src_file: Optional[str]) -> tuple[list[list[str]], list[list[str]], Optional[list[str]]]:
     """Read every file (strict UTF-8, non-empty) and require equal line counts."""
-    if sum(1 for s in list(sys_files) + list(ref_files) + [src_file or ""] if s == "-") > 1:
-        raise NmtkitError("standard input ('-') can be read only once")
+    refuse_stdin_twice([*[("--sys", s) for s in sys_files], *[("--ref", r) for r in ref_files], ("--src", src_file)])
     systems = [read_lines(s) for s in sys_files]
     refs = [read_lines(r) for r in ref_files]
     src = read_lines(src_file) if src_file is not None else None
@@ -139,8 +139,7 @@ def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
                                              for i in range(0, len(files[0]), SCORE_CHUNK_LINES))
     else:  # one chunk of every file in memory at a time
         paths = [*sys_files, *ref_files, *([src_file] if src_file is not None else [])]
-        if sum(1 for p in paths if p == "-") > 1:
-            raise NmtkitError("standard input ('-') can be read only once")
+        refuse_stdin_twice([*[("--sys", s) for s in sys_files], *[("--ref", r) for r in ref_files], ("--src", src_file)])
         chunks = iter_parallel_chunks(paths, SCORE_CHUNK_LINES, names=[display_name(p) for p in paths])
     corpus = [{m: CorpusAccumulator(m, **opts) for m in metric_names} for _ in sys_files]
     lengths = [LengthBucketAccumulator(edges, **opts) for _ in sys_files] if by_length else None

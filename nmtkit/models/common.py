@@ -20,6 +20,8 @@ from nmtkit.utils.checks import require, require_at_least, require_at_most, requ
 #: The largest integer a model option may take (sizes, layers, windows): an allocation that large
 #: fails as "out of memory", one line, where a larger one overflowed torch's shapes.
 MAX_MODEL_INT = 2**31 - 1
+#: The largest --init-scale: a uniform range beyond float32 (about 3.4e38) is refused by torch.
+MAX_INIT_SCALE = 1e38
 
 
 def option(default: Any, help: str, *, choices: Optional[tuple[str, ...]] = None, flag: bool = True) -> Any:
@@ -75,6 +77,8 @@ class BaseConfig:
             require(value < 1.0, f"{name} must be < 1 (negative: same as dropout), got {value}")
         require_choice("init", self.init, INIT_SCHEMES)
         require_at_least("init_scale", self.init_scale, 0)
+        # torch refuses a uniform range beyond float32 (a traceback at build, or when loading such a checkpoint)
+        require_at_most("init_scale", self.init_scale, MAX_INIT_SCALE)
 
     def dropout_rate(self, where: str) -> float:
         """The dropout rate at ``where`` (embed | hidden | output): its own option when set

@@ -122,7 +122,7 @@ def _record(line: bytes) -> Optional[dict]:
     """A log line as its record, or None when it is not one (unreadable lines are dropped)."""
     try:
         rec = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: a line nested thousands deep
         return None
     return rec if isinstance(rec, dict) else None
 

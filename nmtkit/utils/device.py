@@ -26,7 +26,7 @@ def parse_device(name: Union[str, "torch.device", None] = "auto") -> "torch.devi
     kind, _, index = text.partition(":")
     if text == "cpu":
         return torch.device("cpu")
-    if kind != "cuda" or (_ and not index.isdigit()):
+    if kind != "cuda" or (_ and not (index.isascii() and index.isdigit())):
         raise NmtkitError(f"--device {text!r}: expected auto, cpu or cuda[:N]")
     if not torch.cuda.is_available():
         raise NmtkitError(f"--device {text} asked for, but no CUDA GPU is available")

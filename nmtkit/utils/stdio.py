@@ -19,6 +19,8 @@ import stat
 import sys
 from typing import Optional, Union
 
+from nmtkit.errors import NmtkitError
+
 #: The output (or input) name that means the standard stream.
 STDIO = "-"
 
@@ -27,7 +29,7 @@ STDOUT_NAME = "<stdout>"
 STDIN_NAME = "<stdin>"
 
 _STD_PATHS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
-_FD_PATH = re.compile(r"^/(?:dev/fd|proc/(self|thread-self|\d+)/fd)/(\d+)$")
+_FD_PATH = re.compile(r"^/(?:dev/fd|proc/(self|thread-self|[0-9]+)/fd)/([0-9]+)$")
 
 
 def is_stdio(path: Union[str, os.PathLike, None]) -> bool:
@@ -213,3 +215,17 @@ def direct_target(path: Union[str, os.PathLike]) -> Union[int, str, None]:
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return p
+
+
+def names_stdin(path: Union[str, os.PathLike, None]) -> bool:
+    """Whether an input option reads this process's standard input: ``-``, ``/dev/stdin``,
+    ``/dev/fd/0`` or a symlink to them."""
+    return path is not None and (os.fspath(path) == STDIO or direct_target(path) == 0)
+
+
+def refuse_stdin_twice(inputs: list[tuple[str, Union[str, os.PathLike, None]]]) -> None:
+    """One line when two input options (``(option, path)``; ``None``: not given) both read standard
+    input: the second would get what the first left, or nothing, and fail far from the cause."""
+    readers = [option for option, path in inputs if names_stdin(path)]
+    if len(readers) > 1:
+        raise NmtkitError(f"standard input can be read only once, but {' and '.join(readers)} both read it")

@@ -45,7 +45,7 @@ def temp_prefix(target: str | os.PathLike) -> str:
 
 def _pattern(name: Optional[str]) -> re.Pattern:
     stem = re.escape(name) if name is not None else r".+?"
-    return re.compile(rf"^\.(?:{stem})\.(?:(?P<pid>\d+)\.{_RAND}\.tmp|(?P<legacy>{_RAND})\.tmp|old-(?P<oldpid>\d+))$")
+    return re.compile(rf"^\.(?:{stem})\.(?:(?P<pid>[0-9]+)\.{_RAND}\.tmp|(?P<legacy>{_RAND})\.tmp|old-(?P<oldpid>[0-9]+))$")
 
 
 def stale_temps(directory: str | os.PathLike, name: Optional[str] = None) -> list[Path]:

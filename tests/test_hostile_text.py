@@ -1,0 +1,148 @@
+"""Hostile text where nmtkit expects a number, a word or a file: one line naming the problem,
+never a traceback or a silent misreading.
+
+Each case is one a review found failing: ``str.isdigit`` accepts '²' and '①', which ``int``
+then refuses; ``str.split()`` splits on no-break spaces that nmtkit keeps inside words;
+matplotlib reads ``$...$`` in a label as TeX; two options can both name standard input.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.checkpoint import epoch_number
+from nmtkit.cli.align import command as align
+from nmtkit.cli.align import parse_plot_ids
+from nmtkit.cli.model_options import parse_model_opts
+from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.score import command as score
+from nmtkit.cli.translate import command as translate
+from nmtkit.data.dictionary import Dictionary
+from nmtkit.data.lexicon import iter_lexicon_entries
+from nmtkit.data.text_pipeline import check_bpe_codes, read_bpe_codes
+from nmtkit.errors import InputError, NmtkitError
+from nmtkit.evaluate.plots import plot_attention, plot_length_buckets
+from nmtkit.models.common import BaseConfig
+from nmtkit.train.run_log import _record
+from nmtkit.utils.stdio import direct_target, names_stdin
+
+from conftest import write
+
+ODD_DIGITS = ["²", "①", "٣", "--5"]
+
+
+@pytest.mark.parametrize("count", ODD_DIGITS)
+def test_a_dictionary_count_that_is_not_ascii_digits_is_a_line_error(tmp_path, count):
+    path = write(tmp_path / "dict.txt", f"foo 3\nbar {count}\n")
+    with pytest.raises(InputError, match=r"dict\.txt:2: expected 'token count'"):
+        Dictionary.load(path)
+
+
+def test_negative_and_plain_counts_still_load(tmp_path):
+    d = Dictionary.load(write(tmp_path / "dict.txt", "foo 3\nbar -1\n"))
+    assert "foo" in d.index and "bar" in d.index
+
+
+@pytest.mark.parametrize("version", ["²", "0.²", "①.2"])
+def test_a_bpe_version_that_is_not_ascii_digits_is_a_line_error(version):
+    with pytest.raises(InputError, match=r"codes:1: not a subword-nmt version line"):
+        check_bpe_codes(f"#version: {version}\nl o\n", "codes")
+
+
+def test_a_byte_order_mark_does_not_hide_the_bpe_version_line(tmp_path):
+    plain = write(tmp_path / "plain", "#version: 0.2\nl o\nlo w</w>\n")
+    bom = write(tmp_path / "bom", "\ufeff#version: 0.2\nl o\nlo w</w>\n".encode("utf-8"))
+    assert read_bpe_codes(bom) == read_bpe_codes(plain)
+
+
+@pytest.mark.parametrize("name", ["checkpoint².pt", "checkpoint①.pt", "checkpoint٣.pt"])
+def test_checkpoint_names_with_other_digits_are_not_epoch_checkpoints(name):
+    assert epoch_number(name) is None
+    assert epoch_number("checkpoint12.pt") == 12
+
+
+@pytest.mark.parametrize("ids", ["²", "1,①", "٣"])
+def test_plot_ids_with_other_digits_get_the_usage_message(ids):
+    with pytest.raises(NmtkitError, match="--plot-ids expects"):
+        parse_plot_ids(ids, 10)
+
+
+def test_descriptor_paths_with_other_digits_are_not_descriptors():
+    assert direct_target("/dev/fd/²") is None
+    assert direct_target("/proc/self/fd/١") is None
+
+
+def test_lexicon_fields_split_as_the_model_splits_words(tmp_path):
+    """A no-break space is inside a word everywhere else in nmtkit, so it is in a lexicon too."""
+    path = write(tmp_path / "lex", "foo\u00a0bar baz\nx\u00a0y 5\nu\tv 0.5\n")
+    assert list(iter_lexicon_entries(path)) == [(1, "foo\u00a0bar", "baz", None), (2, "x\u00a0y", "5", None),
+                                                (3, "u", "v", 0.5)]
+
+
+@pytest.mark.parametrize("scale", [1e39, float("inf")])
+def test_an_init_scale_beyond_float32_is_a_config_error(scale):
+    with pytest.raises(NmtkitError, match="init_scale must be <="):
+        BaseConfig(init_scale=scale).validate()
+
+
+def test_a_model_option_nested_too_deeply_is_one_line():
+    with pytest.raises(NmtkitError, match="nested too deeply"):
+        parse_model_opts(("window=" + "[" * 100_000,))
+
+
+def test_a_run_log_line_nested_too_deeply_is_dropped_not_a_crash():
+    assert _record(b"[" * 200_000) is None
+    assert _record(json.dumps({"event": "epoch"}).encode()) == {"event": "epoch"}
+
+
+@pytest.mark.parametrize("label", ["$\\foo$", "$x", "a$b$c", "\\$"])
+def test_labels_are_drawn_as_text_not_tex(tmp_path, label):
+    fig = plot_attention(tmp_path / "a.png", np.full((1, 2), 0.5), [label, "b"], [label], title=label)
+    assert label in [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    plot_length_buckets(tmp_path / "b.png", ["1-5", label], {label: [1.0, 2.0]}, title=label)
+    assert (tmp_path / "a.png").stat().st_size > 0 and (tmp_path / "b.png").stat().st_size > 0
+
+
+def test_score_plot_with_tex_like_labels_writes_the_plot(tmp_path):
+    ref = write(tmp_path / "ref.txt", "a small cat .\nthe dog runs fast .\n")
+    res = CliRunner().invoke(score, ["--sys", str(ref), "--ref", str(ref), "--plot", str(tmp_path / "p.png"),
+                                     "--labels", "$\\foo$"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "p.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("lang", [".", "..", "", "a/b"])
+def test_preprocess_refuses_a_language_code_its_readers_refuse(tmp_path, lang):
+    write(tmp_path / "c.en", "a b\n")
+    write(tmp_path / "c.de", "x y\n")
+    res = CliRunner().invoke(preprocess, ["-s", lang, "-t", "de", "--trainpref", str(tmp_path / "c"),
+                                          "--destdir", str(tmp_path / "out")])
+    assert res.exit_code == 1
+    assert "is not a language code" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_names_stdin_knows_the_aliases(tmp_path):
+    assert names_stdin("-") and names_stdin("/dev/stdin") and names_stdin("/dev/fd/0")
+    assert not names_stdin(None) and not names_stdin(write(tmp_path / "f", "x\n"))
+
+
+@pytest.mark.parametrize("cmd, args", [
+    (translate, ["--path", "x.pt", "--shortlist", "-"]),
+    (translate, ["--path", "x.pt", "--input", "/dev/stdin", "--replace-unk", "-"]),
+    (align, ["--path", "x.pt", "--source", "-", "--target", "t.txt", "--gold", "/dev/stdin"]),
+    (align, ["--path", "x.pt", "--source", "s.txt", "--target", "t.txt", "--sure", "-", "--possible", "-"]),
+    (score, ["--sys", "-", "--ref", "-"]),
+    (score, ["--ref", "r.txt", "--src", "-", "--by-length"]),
+])
+def test_standard_input_is_read_by_one_option_at_most(tmp_path, monkeypatch, cmd, args):
+    monkeypatch.chdir(tmp_path)
+    for name in ("x.pt", "t.txt", "s.txt", "r.txt"):
+        write(tmp_path / name, "a\n")
+    res = CliRunner().invoke(cmd, args, input="a b c\n")
+    assert res.exit_code == 1, res.output
+    assert "standard input can be read only once" in res.output and "Traceback" not in res.output

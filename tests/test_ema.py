@@ -10,7 +10,9 @@ from torch import nn
 
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.cli.train import command as train
+import nmtkit.train.ema as ema_module
 from nmtkit.train.ema import WeightAverage
+from nmtkit.train.stop_signals import StopNow
 
 
 def test_the_average_follows_the_warmed_up_recurrence_and_swaps_back():
@@ -42,6 +44,48 @@ def run_train(data: Path, save: Path, *extra: str):
     args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
             "--no-progress", "--dropout", "0.3", "--ema-decay", "0.9", *extra]
     return CliRunner().invoke(train, args)
+
+
+def _moved_average(seed: int = 0) -> tuple[nn.Module, WeightAverage, dict[str, torch.Tensor]]:
+    torch.manual_seed(seed)
+    model = nn.Linear(3, 2)
+    ema = WeightAverage(model, 0.9)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(1.0)
+    ema.update(model)
+    return model, ema, {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def test_a_signal_inside_the_swapped_block_restores_the_raw_weights():
+    model, ema, raw = _moved_average()
+    with pytest.raises(StopNow):
+        with ema.swapped_in(model):
+            assert not torch.equal(model.weight, raw["weight"])
+            raise StopNow
+    for n, p in model.named_parameters():
+        assert torch.equal(p, raw[n])
+
+
+def test_a_second_signal_before_the_restore_still_restores_then_stops(monkeypatch):
+    """A second Ctrl-C while validation unwinds must not leave the average in the raw weights,
+    which checkpoint_last.pt saves for resuming."""
+    model, ema, raw = _moved_average()
+    real_copy, calls = ema_module._copy_all, []
+
+    def copy_once_interrupted(targets, sources):  # noqa: ANN001, ANN202
+        calls.append(1)
+        if len(calls) == 2:  # the first restore attempt: the handler fires before it copies
+            raise StopNow
+        real_copy(targets, sources)
+
+    monkeypatch.setattr(ema_module, "_copy_all", copy_once_interrupted)
+    with pytest.raises(StopNow):
+        with ema.swapped_in(model):
+            raise StopNow
+    assert len(calls) == 3
+    for n, p in model.named_parameters():
+        assert torch.equal(p, raw[n])
 
 
 def test_checkpoints_hold_the_average_and_the_raw_weights_resume_exactly(data_dir, tmp_path):

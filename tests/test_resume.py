@@ -388,3 +388,45 @@ def test_flipped_bits_in_the_optimizer_state_stop_a_resume_but_not_a_translation
     load_checkpoint(last)  # translate, score, align read only the model: still fine
     res = run_train(data_dir, save, "--max-update", "4")
     assert res.exit_code == 1 and "corrupt checkpoint" in res.output and len(res.output.strip().splitlines()) == 1
+
+
+# -- found by review: resume edge cases ------------------------------------------------------------
+def test_other_batching_is_refused_when_an_epochs_batches_are_all_done_but_it_is_not_closed(data_dir, tmp_path):
+    """--max-update at an epoch's last batch stops before the epoch is closed: another batching
+    would train part of that epoch a second time."""
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "3").exit_code == 0  # epoch 1 has 3 batches of 2
+    st = state_of(save)
+    assert (st["epoch"], st["batches_done"]) == (1, 3)
+    res = run_train(data_dir, save, "--max-epoch", "2", "--batch-size", "3")
+    assert res.exit_code == 1 and "in the middle of epoch 1 (3 batches done" in res.output
+
+
+def test_resuming_inside_an_epoch_beyond_max_epoch_says_there_is_nothing_left(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "4").exit_code == 0  # epoch 2, one batch done
+    before = (save / "checkpoint_last.pt").read_bytes()
+    res = run_train(data_dir, save, "--max-epoch", "1")
+    assert res.exit_code == 0, res.output
+    assert "already reached --max-epoch 1" in res.output and "inside epoch 2" in res.output
+    assert (save / "checkpoint_last.pt").read_bytes() == before
+
+
+def test_a_resume_without_validation_keeps_the_validated_best(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0
+    best = (save / "checkpoint_best.pt").read_bytes()
+    res = run_train(data_dir, save, "--max-epoch", "2", "--valid-subset", "none")
+    assert res.exit_code == 0, res.output
+    assert (save / "checkpoint_best.pt").read_bytes() == best
+
+
+def test_another_validation_split_restarts_the_best_scores(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0
+    assert state_of(save)["best_valid_loss"] is not None
+    res = run_train(data_dir, save, "--max-epoch", "2", "--valid-subset", "train")
+    assert res.exit_code == 0, res.output
+    assert "validation differs from the checkpoint's: the best loss and BLEU and the plateau schedule" in res.output
+    hist = load_checkpoint(save / "checkpoint_last.pt")["train_state"]["state"]
+    assert hist["best_valid_loss"] == hist["finished_epochs"][-1]["valid_loss"]  # measured on train, nothing older

@@ -38,8 +38,9 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
         raise NmtkitError("nothing to average: give --inputs a.pt b.pt ... or --last N --save-dir DIR")
     refuse_outputs_over_inputs([("--output", output)], [("--last" if last is not None else "--inputs", p) for p in paths])
     name = Path(output).name
-    if name == "checkpoint_last.pt" or epoch_number(output) is not None:
-        # the trainer resumes from checkpoint_last.pt and --last N reads checkpointN.pt back
+    if name in ("checkpoint_last.pt", "checkpoint_best.pt") or epoch_number(output) is not None:
+        # the trainer resumes from checkpoint_last.pt, replaces checkpoint_best.pt, and --last N
+        # reads checkpointN.pt back
         raise NmtkitError(f"--output {output}: {name} is a name the trainer writes and reads; "
                           "give the average another name (e.g. checkpoint_avg.pt)")
     payload = average_checkpoints(paths)

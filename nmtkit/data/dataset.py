@@ -205,8 +205,13 @@ class ParallelDataset:
         return self.src[i], self.tgt[i]
 
     def tokens_text(self, lang: str) -> list[str]:
-        """The tokenized (pre-BPE) text of this split, one line per pair, as preprocess saw it."""
-        return read_lines(f"{self.data.split_prefix(self.split, lang)}.tok", allow_empty_file=True)
+        """The tokenized (pre-BPE) text of this split, one line per pair, as preprocess saw it
+        (a file with another number of lines is refused: its lines would pair with the wrong ids)."""
+        path = f"{self.data.split_prefix(self.split, lang)}.tok"
+        lines = read_lines(path, allow_empty_file=True)
+        if len(lines) != len(self):
+            raise InputError(path, None, f"{len(lines)} lines, but the {self.split} split has {len(self)} sentence pairs")
+        return lines
 
 
 @dataclass

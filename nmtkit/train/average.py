@@ -49,6 +49,18 @@ def _differences(name_a: str, a: dict, name_b: str, b: dict) -> list[str]:
     return out
 
 
+def refuse_repeats(paths: Sequence[str | os.PathLike]) -> None:
+    """One line when two inputs are one file (the same path, another spelling, a link): every input
+    weighs 1/N, so a repeat would silently weigh that checkpoint twice."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            raise NmtkitError(f"{path} and {seen[real]} are the same checkpoint: each input weighs 1/N, "
+                              "so it would count twice; give it once")
+        seen[real] = str(path)
+
+
 def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
     """Load ``paths`` and return a checkpoint payload whose weights are their mean.
 
@@ -57,6 +69,7 @@ def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
     training state: it is for translating, scoring and aligning, not for resuming."""
     if not paths:
         raise NmtkitError("no checkpoints to average")
+    refuse_repeats(paths)
     first_path = str(paths[0])
     first = load_checkpoint(first_path)
     sums = {k: v.double().clone() if v.is_floating_point() else v.clone() for k, v in first["model"].items()}

@@ -18,6 +18,8 @@ from typing import ContextManager, Iterator, Optional
 import torch
 from torch import nn
 
+from nmtkit.train.stop_signals import StopNow
+
 
 class WeightAverage:
     """Float32 shadow copies of a model's parameters, averaged after every update."""
@@ -45,23 +47,36 @@ class WeightAverage:
     @contextmanager
     def swapped_in(self, model: nn.Module) -> Iterator[None]:
         """Run the block with the averaged weights in ``model``; the raw ones come back after."""
-        params = dict(model.named_parameters())
-        raw = {name: p.detach().clone() for name, p in params.items()}
-        with torch.no_grad():
-            for name, p in params.items():
-                p.copy_(self.shadow[name])
+        names = [name for name, _ in model.named_parameters()]
+        params = [p for _, p in model.named_parameters()]
+        raw = [p.detach().clone() for p in params]  # a signal while cloning changes nothing yet
         try:
+            # One call per swap: a signal's handler (StopNow, in validation) runs between Python
+            # instructions, so it lands before or after a swap, never with some weights swapped.
+            _copy_all(params, [self.shadow[name] for name in names])
             yield
         finally:
-            with torch.no_grad():
-                for name, p in params.items():
-                    p.copy_(raw[name])
+            pending: Optional[BaseException] = None
+            while True:  # a second signal before the restore: restore anyway, then raise it
+                try:
+                    _copy_all(params, raw)
+                    break
+                except (StopNow, KeyboardInterrupt) as exc:
+                    pending = exc
+            if pending is not None:
+                raise pending
 
     def load(self, averaged: dict[str, torch.Tensor], updates: int) -> None:
         """Restore the average from a checkpoint's ``model`` weights (which hold it) on resume."""
         for name in self.shadow:
             self.shadow[name] = averaged[name].detach().float().clone().to(self.shadow[name].device)
         self.updates = updates
+
+
+def _copy_all(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    """``t.copy_(s)`` for every pair, in one call."""
+    with torch.no_grad():
+        torch._foreach_copy_(targets, sources)
 
 
 def averaged(ema: Optional[WeightAverage], model: nn.Module) -> ContextManager[None]:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from nmtkit.checkpoint import load_checkpoint
-from nmtkit.data.dataset import ParallelDataset, make_batches
+from nmtkit.data.dataset import ParallelDataset
 from nmtkit.errors import NmtkitError
 from nmtkit.train.ema import WeightAverage
 from nmtkit.train.optim import DEFAULT_LR
@@ -128,6 +128,7 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
         trainer.schedule.best_valid, trainer.schedule.bad_epochs, state.bad_epochs = None, 0, 0
         notes.append(f"best-checkpoint metric changed: the plateau schedule and --patience start counting afresh "
                      f"in {trainer.opt.best_checkpoint_metric}")
+    notes += _restart_best_if_validation_changed(trainer, ckpt, old, state)
     if reset_dataloader and state.batches_done > 0:
         notes.append(f"epoch {state.epoch} starts again from its first batch ({state.batches_done} were done; --reset-dataloader)")
         state.batches_done = 0
@@ -216,14 +217,37 @@ def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], r
     return notes
 
 
+def _restart_best_if_validation_changed(trainer: Trainer, ckpt: dict, old: dict[str, Any], state: TrainState) -> list[str]:
+    """Scores on another validation set (another split or data directory, another BLEU beam or
+    sentence count) cannot be compared with the old best: the best scores, and what follows the
+    best-checkpoint metric (the plateau schedule, --patience), start afresh."""
+    opt = trainer.opt
+    moved = bool(ckpt.get("data_dir")) and ckpt["data_dir"] != str(trainer.data.path.resolve())
+    split_changed = moved or old.get("valid_subset") != opt.valid_subset
+    bleu_changed = split_changed or any(old.get(n) != getattr(opt, n) for n in ("eval_bleu_beam", "eval_bleu_max_sentences"))
+    if not bleu_changed or trainer.valid_set is None or (state.best_valid_loss is None and state.best_valid_bleu is None):
+        return []  # (without validation now, the validated best stays: nothing is compared with it)
+    what = ["the best BLEU"]
+    state.best_valid_bleu = None
+    if split_changed:
+        state.best_valid_loss = None
+        what = ["the best loss and BLEU"]
+    if split_changed or opt.best_checkpoint_metric == "bleu":
+        trainer.schedule.best_valid, trainer.schedule.bad_epochs, state.bad_epochs = None, 0, 0
+        what.append("the plateau schedule and --patience")
+    return [f"validation differs from the checkpoint's: {' and '.join(what)} start afresh "
+            "(checkpoint_best.pt is replaced at the next validation)"]
+
+
 def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state: TrainState,
                        resets: set[str]) -> tuple[list[str], list[str]]:
     """(announcements, refusals): the checkpoint's training options against this run's."""
     new = asdict(trainer.opt)
     notes: list[str] = []
     refused: list[str] = []
-    epoch_batches = epoch_batch_count(trainer.train_set, old, state.epoch, trainer.opt.seed)
-    mid_epoch = 0 < state.batches_done < epoch_batches and "--reset-dataloader" not in resets
+    # Any batch done means the epoch is not closed (closing it sets batches_done to 0): with all
+    # of its batches done, the other batching would still train the epoch's tail once more.
+    mid_epoch = state.batches_done > 0 and "--reset-dataloader" not in resets
     for name, value in new.items():
         if name in RESUME_NOT_COMPARED or name == "lr" or old.get(name) == value:
             continue
@@ -251,12 +275,6 @@ def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state:
         notes.append(f"data {ckpt['data_dir']} -> {trainer.data.path.resolve()} (same dictionaries"
                      f"{', same training data' if before is not None else ''})")
     return notes, refused
-
-
-def epoch_batch_count(train_set: ParallelDataset, options: dict[str, Any], epoch: int, default_seed: int) -> int:
-    """How many batches ``epoch`` has under the batching ``options`` (those of the checkpoint)."""
-    return len(make_batches(train_set.src_sizes, train_set.tgt_sizes, options.get("max_tokens"),
-                            options.get("batch_size"), seed=options.get("seed", default_seed), epoch=epoch))
 
 
 def train_data_fingerprint(train_set: ParallelDataset) -> dict:
@@ -294,9 +312,11 @@ def _config_diff(name_a: Optional[str], cfg_a: dict, name_b: Optional[str], cfg_
 def nothing_left(opt: TrainOptions, state: TrainState) -> Optional[str]:
     """Why a resumed run has nothing to train (--max-epoch, --max-update or --patience already
     reached), or None.  Said instead of rewriting the same checkpoint with no update."""
-    if opt.max_epoch > 0 and state.epochs_done >= opt.max_epoch and state.batches_done == 0:
-        return (f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is at the end of epoch "
-                f"{state.epochs_done}); raise --max-epoch to train further")
+    if opt.max_epoch > 0 and state.epochs_done >= opt.max_epoch:  # the epoch loop would not run at all
+        where = (f"at the end of epoch {state.epochs_done}" if state.batches_done == 0 else
+                 f"inside epoch {state.epoch}, after {state.batches_done} batches")
+        return (f"already reached --max-epoch {opt.max_epoch} (checkpoint_last.pt is {where}); "
+                "raise --max-epoch to train further")
     if opt.max_update > 0 and state.update >= opt.max_update:
         return (f"already reached --max-update {opt.max_update} (checkpoint_last.pt is at update {state.update}); "
                 "raise --max-update to train further")

@@ -66,6 +66,8 @@ class Trainer:
         self.train_set = self.data.load_split(opt.train_subset)
         valid_split = self.data.validation_split(opt.valid_subset)  # an unknown name is an error
         self.valid_set: Optional[ParallelDataset] = self.data.load_split(valid_split) if valid_split else None
+        if opt.eval_bleu and self.valid_set is not None:  # its references: missing or short, say so now, not after an epoch
+            self.valid_set.tokens_text(self.data.tgt_lang)
         if self.valid_set is None and dist.is_main:
             idle = [flag for flag, on in (("--patience", opt.patience > 0), ("--lr-schedule plateau", opt.lr_schedule == "plateau"),
                                           ("--eval-bleu", opt.eval_bleu),
@@ -428,7 +430,8 @@ class Trainer:
         names = ["checkpoint_last.pt"]
         if opt.keep_epoch_checkpoints:
             names.append(f"checkpoint{epoch}.pt")
-        if improved or v is None:
+        if improved or (v is None and st.best_valid_loss is None and st.best_valid_bleu is None):
+            # without validation the newest is the best, unless a validated best exists (a resumed run)
             names.append("checkpoint_best.pt")
         self.save(names)
         if self.dist.is_main:

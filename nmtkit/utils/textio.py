@@ -329,10 +329,12 @@ def atomic_directory(dest: str | os.PathLike, overwrite: bool = False, owned: Ca
 
     An existing non-empty ``dest`` is refused unless ``overwrite`` and ``owned`` (see
     :func:`check_replaceable`); then the old directory is replaced only after the new one is
-    complete.  An OSError while filling it becomes an :class:`OutputError` naming the file as it
-    would be under ``dest``.
+    complete.  A symlinked ``dest`` is built at its target and stays a link.  An OSError while
+    filling it becomes an :class:`OutputError` naming the file as it would be under ``dest``.
     """
     target = Path(dest)
+    if target.is_symlink():  # build at the link's target, as atomic_write does: the link stays a link
+        target = Path(os.path.realpath(target))
     check_replaceable(target, overwrite, owned, writer)
     ensure_dir(target.parent, for_path=target)
     dir_mode = output_mode(target, directory=True)

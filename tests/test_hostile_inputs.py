@@ -1,5 +1,5 @@
-"""Hostile text where nmtkit expects a number, a word or a file: one line naming the problem,
-never a traceback or a silent misreading.
+"""Hostile input where nmtkit expects a number, a word or a file: one line naming the problem,
+never a traceback, a silent misreading or a lost file.
 
 Each case is one a review found failing: ``str.isdigit`` accepts '²' and '①', which ``int``
 then refuses; ``str.split()`` splits on no-break spaces that nmtkit keeps inside words;
@@ -17,9 +17,12 @@ from click.testing import CliRunner
 from nmtkit.checkpoint import epoch_number
 from nmtkit.cli.align import command as align
 from nmtkit.cli.align import parse_plot_ids
+from nmtkit.cli.average import command as average
 from nmtkit.cli.model_options import parse_model_opts
 from nmtkit.cli.preprocess import command as preprocess
+from nmtkit.cli.sample import command as sample
 from nmtkit.cli.score import command as score
+from nmtkit.cli.train import command as train
 from nmtkit.cli.translate import command as translate
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.lexicon import iter_lexicon_entries
@@ -30,7 +33,7 @@ from nmtkit.models.common import BaseConfig
 from nmtkit.train.run_log import _record
 from nmtkit.utils.stdio import direct_target, names_stdin
 
-from conftest import write
+from conftest import make_checkpoint, write
 
 ODD_DIGITS = ["²", "①", "٣", "--5"]
 
@@ -146,3 +149,40 @@ def test_standard_input_is_read_by_one_option_at_most(tmp_path, monkeypatch, cmd
     res = CliRunner().invoke(cmd, args, input="a b c\n")
     assert res.exit_code == 1, res.output
     assert "standard input can be read only once" in res.output and "Traceback" not in res.output
+
+
+def test_average_refuses_one_checkpoint_given_twice(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_checkpoint(tmp_path / "a.pt")
+    make_checkpoint(tmp_path / "b.pt", seed=1)
+    (tmp_path / "alias.pt").symlink_to(tmp_path / "a.pt")
+    for inputs in (["a.pt", "./a.pt", "b.pt"], ["a.pt", "b.pt", "alias.pt"]):
+        res = CliRunner().invoke(average, ["-i", *inputs, "-o", "avg.pt"])
+        assert res.exit_code == 1 and "are the same checkpoint" in res.output, res.output
+    assert not (tmp_path / "avg.pt").exists()
+
+
+def test_average_refuses_the_name_of_the_trainers_best_checkpoint(tmp_path):
+    make_checkpoint(tmp_path / "a.pt")
+    res = CliRunner().invoke(average, ["-i", str(tmp_path / "a.pt"), "-o", str(tmp_path / "checkpoint_best.pt")])
+    assert res.exit_code == 1 and "a name the trainer writes and reads" in res.output
+    assert not (tmp_path / "checkpoint_best.pt").exists()
+
+
+def test_a_symlinked_output_directory_is_written_through(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    res = CliRunner().invoke(sample, ["--out", str(tmp_path / "link"), "--train", "3", "--valid", "2", "--test", "2"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "real" / "train.en").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]  # nothing left beside them
+
+
+def test_eval_bleu_without_its_references_fails_before_training(data_dir, tmp_path):
+    tok = next(data_dir.glob("valid.*.de.tok"))
+    tok.write_text("\n".join(tok.read_text().splitlines()[:-1]) + "\n")
+    save = tmp_path / "c"
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2",
+                                     "--no-progress", "--max-epoch", "1", "--eval-bleu"])
+    assert res.exit_code == 1 and f"{tok}:" in res.output and "sentence pairs" in res.output, res.output
+    assert not (save / "checkpoint_last.pt").exists()

@@ -186,3 +186,18 @@ def test_eval_bleu_without_its_references_fails_before_training(data_dir, tmp_pa
                                      "--no-progress", "--max-epoch", "1", "--eval-bleu"])
     assert res.exit_code == 1 and f"{tok}:" in res.output and "sentence pairs" in res.output, res.output
     assert not (save / "checkpoint_last.pt").exists()
+
+
+def test_ensemble_paths_may_hold_colons_where_the_files_exist(tmp_path, monkeypatch):
+    from nmtkit.generate.checkpoint_paths import split_checkpoint_paths
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run:1").mkdir()
+    for name in ("run:1/a.pt", "run:1/b.pt", "c.pt", "odd::name.pt"):
+        write(tmp_path / name, "x")
+    assert split_checkpoint_paths("run:1/a.pt:run:1/b.pt") == ["run:1/a.pt", "run:1/b.pt"]
+    assert split_checkpoint_paths("c.pt:run:1/a.pt") == ["c.pt", "run:1/a.pt"]
+    assert split_checkpoint_paths("odd::name.pt") == ["odd::name.pt"]
+    assert split_checkpoint_paths("x.pt:y.pt") == ["x.pt", "y.pt"]  # missing files: named one by one later
+    with pytest.raises(NmtkitError, match="empty checkpoint name"):
+        split_checkpoint_paths("c.pt::c.pt")

@@ -32,7 +32,7 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 
 
 @click.command("translate", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.option("--path", required=True, help="Checkpoint(s); several joined by ':' form an ensemble.")
+@click.option("--path", required=True, help="Checkpoint(s); several joined by ':' form an ensemble (a name with ':' in it is read whole where that file exists).")
 @click.option("--input", "input_path", type=click.Path(dir_okay=False), help="Read this file instead of stdin ('-': stdin).")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False), help="Write here (atomically; '-': stdout) instead of stdout.")
 @click.option("--data", type=click.Path(file_okay=False), help="Use this data dir's tokenizer/BPE (its dictionaries must match).")

@@ -15,13 +15,21 @@ PathsLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
 
 def split_checkpoint_paths(text: str) -> list[str]:
-    """``--path``'s value as file names: ``a.pt:b.pt`` is two, but a name of an existing file is that
-    one file even with a ``:`` in it; an empty name between ``:``s is refused, not skipped.  The
-    one split, for loading and for the commands' checks that no output replaces a checkpoint."""
-    items = [text] if os.path.isfile(text) else text.split(":")
-    if len(items) > 1 and not all(items):
+    """``--path``'s value as file names: ``a.pt:b.pt`` is two, but ``:``-separated parts that
+    together name an existing file are that file (``run:1/a.pt:run:1/b.pt`` is two checkpoints in
+    ``run:1``; the longest such name wins); an empty name between ``:``s is refused, not skipped.
+    The one split, for loading and for the commands' checks that no output replaces a checkpoint."""
+    parts = text.split(":")
+    if len(parts) > 1 and not all(parts):
+        if os.path.isfile(text):
+            return [text]
         raise NmtkitError(f"--path {text!r}: an empty checkpoint name between ':'s")
-    return [p for p in items if p]
+    items, i = [], 0
+    while i < len(parts):
+        j = next((j for j in range(len(parts), i + 1, -1) if os.path.isfile(":".join(parts[i:j]))), i + 1)
+        items.append(":".join(parts[i:j]))
+        i = j
+    return items
 
 
 def checkpoint_paths(paths: PathsLike) -> list[str]:

@@ -141,7 +141,7 @@ def test_dash_is_stdout_for_every_writer(ckpt, src, tmp_path, monkeypatch):
     res = CliRunner().invoke(score, ["--sys", str(src), "--ref", str(src), "--plot", "-"])
     assert res.exit_code == 1 and res.output.strip().splitlines() == [
         "nmtkit-score: error: --plot -: the scores are written to standard output; give the plot a file name"]
-    res = CliRunner().invoke(average, ["-i", str(ckpt), str(ckpt), "-o", "-"])
+    res = CliRunner().invoke(average, ["-i", str(ckpt), "-o", "-"])
     assert res.exit_code == 0, res.output
     assert res.stdout_bytes.startswith(b"PK\x03\x04")
     res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(src), "--target", str(src), "--output", "-"])

@@ -381,7 +381,14 @@ def report(args: argparse.Namespace, work: Path) -> None:
              "train_wall_s": round(r["train_wall_s"], 1), "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
              "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
              "commit": r["commit"]} for r in results]
-    bl.append_jsonl(recs, {})
+    # A report covers every run in WORK; a run recorded by an earlier report is not appended again
+    # (identical rows would read as a second measurement).
+    def run_key(x: dict) -> tuple:
+        return x["system"], x["commit"], x["train_wall_s"], x["bleu"], x["chrf"]
+
+    done = {run_key(x) for x in map(json.loads, bl.RESULTS_JSONL.read_text(encoding="utf-8").splitlines())
+            if x.get("bench") == "quality_per_hour"} if bl.RESULTS_JSONL.is_file() else set()
+    bl.append_jsonl([rec for rec in recs if run_key(rec) not in done], {})
 
 
 def main() -> None:

@@ -217,13 +217,17 @@ def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], r
     return notes
 
 
+def _data_moved(trainer: Trainer, ckpt: dict) -> bool:
+    """Whether this run reads another data directory than the checkpoint's run did."""
+    return bool(ckpt.get("data_dir")) and ckpt["data_dir"] != str(trainer.data.path.resolve())
+
+
 def _restart_best_if_validation_changed(trainer: Trainer, ckpt: dict, old: dict[str, Any], state: TrainState) -> list[str]:
     """Scores on another validation set (another split or data directory, another BLEU beam or
     sentence count) cannot be compared with the old best: the best scores, and what follows the
     best-checkpoint metric (the plateau schedule, --patience), start afresh."""
     opt = trainer.opt
-    moved = bool(ckpt.get("data_dir")) and ckpt["data_dir"] != str(trainer.data.path.resolve())
-    split_changed = moved or old.get("valid_subset") != opt.valid_subset
+    split_changed = _data_moved(trainer, ckpt) or old.get("valid_subset") != opt.valid_subset
     bleu_changed = split_changed or any(old.get(n) != getattr(opt, n) for n in ("eval_bleu_beam", "eval_bleu_max_sentences"))
     if not bleu_changed or trainer.valid_set is None or (state.best_valid_loss is None and state.best_valid_bleu is None):
         return []  # (without validation now, the validated best stays: nothing is compared with it)
@@ -271,7 +275,7 @@ def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state:
             notes.append(f"{change} (--reset-dataloader)")
         else:
             refused.append(f"{change} (needs --reset-dataloader)")
-    elif ckpt.get("data_dir") and ckpt["data_dir"] != str(trainer.data.path.resolve()):
+    elif _data_moved(trainer, ckpt):
         notes.append(f"data {ckpt['data_dir']} -> {trainer.data.path.resolve()} (same dictionaries"
                      f"{', same training data' if before is not None else ''})")
     return notes, refused

@@ -29,6 +29,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rows", type=int, default=15)
     ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="the trainer's --amp (default: float32)")
+    ap.add_argument("--weights", help="a checkpoint of the same --arch whose weights are profiled instead of a fresh "
+                    "model's (late in training the logits spread wider, which changes what exp and log_softmax cost)")
     args = ap.parse_args()
 
     from rich.console import Console
@@ -43,7 +45,10 @@ def main() -> None:
     opt = resolve_train_options(args.data, {"arch": args.arch, "batch_size": args.batch_size, "max_tokens": None,
                                             "device": "cpu", "threads": args.threads, "no_progress": True,
                                             "save_dir": "/tmp/profile_train_ck", "valid_subset": "none", "amp": args.amp})
-    trainer = Trainer(opt, {}, Console(stderr=True), distmod.DistInfo())
+    ckpt = torch.load(args.weights, map_location="cpu", weights_only=False) if args.weights else None
+    trainer = Trainer(opt, ckpt["model_config"] if ckpt else {}, Console(stderr=True), distmod.DistInfo())
+    if ckpt:
+        trainer.model.load_state_dict(ckpt["model"])
     ds = trainer.train_set
     batches = make_batches(ds.src_sizes, ds.tgt_sizes, None, args.batch_size, seed=1, epoch=1)
 

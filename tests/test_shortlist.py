@@ -187,6 +187,22 @@ def test_cli_shortlist_large_k_exact_and_tiny_k_valid(tmp_path):
     assert both.exit_code == 0, both.output
 
 
+def test_a_table_matching_no_source_word_is_a_warning_once(tmp_path):
+    ckpt, inp, table = _cli_case(tmp_path)
+    matching = _translate(ckpt, inp, "--shortlist", str(table))
+    assert matching.exit_code == 0 and "warning" not in matching.stderr
+    # the same table the wrong way round: German source words, English targets (punctuation, which
+    # both sides share, left out)
+    pairs = [line.split()[:2] for line in table.read_text().splitlines()]
+    backwards = write(tmp_path / "back.txt", "".join(f"{t} {s} 1\n" for s, t in pairs if t.isalpha()))
+    res = _translate(ckpt, inp, "--shortlist", str(backwards))
+    assert res.exit_code == 0, res.output
+    warnings = [line for line in res.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and warnings[0].startswith(f"nmtkit-translate: warning: --shortlist {backwards}: none of the ")
+    assert "another language pair or direction?" in warnings[0]
+    assert res.stdout.count("\n") == matching.stdout.count("\n")  # every line still translated
+
+
 def test_cli_bad_table_is_one_line(tmp_path, random_ckpt):
     inp = write(tmp_path / "in.txt", "the cat sits .\n")
     table = write(tmp_path / "lex.txt", "the die 3\ncat Katze x\n")

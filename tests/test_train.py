@@ -45,8 +45,26 @@ def test_interrupted_then_resumed_equals_uninterrupted_bit_for_bit(data_dir, tmp
     for name in ("checkpoint_best.pt", "checkpoint1.pt", "checkpoint3.pt", "learning_curve.png"):
         assert (b / name).exists()
     # the log was appended to by both runs, never truncated
-    events = [json.loads(l)["event"] for l in (b / "train_log.jsonl").read_text().splitlines()]
-    assert events.count("start") == 2 and events.count("valid") == 3
+    records = [json.loads(l) for l in (b / "train_log.jsonl").read_text().splitlines()]
+    events = [r["event"] for r in records]
+    inside = [r["update"] for r in records if r["event"] == "valid" and r.get("inside_epoch")]
+    assert events.count("start") == 2 and events.count("valid") == 3 + 1 and inside == [4]
+
+
+def test_max_update_inside_an_epoch_validates_the_last_weights(data_dir, tmp_path):
+    """The updates after the last epoch's end are validated and can be checkpoint_best.pt."""
+    save = tmp_path / "m"
+    res = run_train(data_dir, save, "--max-epoch", "3", "--max-update", "5")  # 3 batches per epoch
+    assert res.exit_code == 0, res.output
+    valid = [json.loads(l) for l in (save / "train_log.jsonl").read_text().splitlines()]
+    valid = [r for r in valid if r["event"] == "valid"]
+    assert [(r["update"], r.get("inside_epoch", False)) for r in valid] == [(3, False), (5, True)]
+    assert "update 5: valid loss" in res.output
+    best = params(save / "checkpoint_best.pt")
+    expected = "checkpoint_last.pt" if valid[1]["valid_loss"] < valid[0]["valid_loss"] else "checkpoint1.pt"
+    assert all(torch.equal(t, params(save / expected)[k]) for k, t in best.items())
+    state = load_checkpoint(save / "checkpoint_last.pt")["train_state"]["state"]
+    assert state["best_valid_loss"] == min(r["valid_loss"] for r in valid)
 
 
 def test_max_epoch_reached_says_so(data_dir, tmp_path):

@@ -91,8 +91,18 @@ def command(**kw) -> None:  # noqa: ANN003
     def warn_invalid(exc: InputError) -> None:
         click.echo(f"{PROG}: warning: {exc}", err=True)
 
+    unmatched_said = False
+
+    def warn_unmatched_shortlist(finished: bool = False) -> None:
+        nonlocal unmatched_said
+        message = None if unmatched_said or translator.shortlist is None else translator.shortlist.unmatched(finished)
+        if message:
+            click.echo(f"{PROG}: warning: --shortlist {message}", err=True)
+            unmatched_said = True
+
     def flush(buf: list[tuple[int, str]]) -> None:
         done = translator.translate_indexed(buf)
+        warn_unmatched_shortlist()
         for r in done:  # as each buffer is written, in the form of the other input warnings
             if r.truncated_from is not None:
                 click.echo(f"{PROG}: warning: {in_name}:{r.index + 1}: {r.truncated_from} source tokens, truncated to "
@@ -124,6 +134,7 @@ def command(**kw) -> None:  # noqa: ANN003
     finally:
         if from_file:
             in_stream.close()
+    warn_unmatched_shortlist(finished=True)
     if not kw["quiet"] and translator.n_sentences:
         dt = time.perf_counter() - t0
         console.print(

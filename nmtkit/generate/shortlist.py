@@ -77,6 +77,8 @@ class Shortlist:
             raise NmtkitError(f"--shortlist-frequent must not be negative, got {frequent}")
         self.key_ids = key_ids
         self.vocab_size = vocab_size
+        self.path = ""  # the table's file name, for messages (set by load)
+        self.lookups = self.hits = 0  # source keys looked up (once per batch each), and found in the table
         self.copyable = copyable or {}
         self.base = np.arange(min(vocab_size, len(SPECIALS) + frequent), dtype=np.int64)
 
@@ -89,11 +91,28 @@ class Shortlist:
             raise NmtkitError(f"--shortlist-k must be at least 1, got {k}")
         if is_compiled(path):
             table = CompiledTable.read(path, model_fingerprint(tgt_pipe, tgt_dict, lowercase_source), len(tgt_dict))
-            return cls(lambda key: table.ids_of(key, k), len(tgt_dict), frequent, copyable=tgt_dict.index)
-        text = TextTable(ranked_targets(path, lowercase_source, k), tgt_pipe, tgt_dict)
-        if text.targets:  # one word now: a pipeline that cannot run fails here, before any output
-            text.ids_of(next(iter(text.targets)))
-        return cls(text.ids_of, len(tgt_dict), frequent, copyable=tgt_dict.index)
+            shortlist = cls(lambda key: table.ids_of(key, k), len(tgt_dict), frequent, copyable=tgt_dict.index)
+        else:
+            text = TextTable(ranked_targets(path, lowercase_source, k), tgt_pipe, tgt_dict)
+            if text.targets:  # one word now: a pipeline that cannot run fails here, before any output
+                text.ids_of(next(iter(text.targets)))
+            shortlist = cls(text.ids_of, len(tgt_dict), frequent, copyable=tgt_dict.index)
+        shortlist.path = os.fspath(path)
+        return shortlist
+
+    #: Source keys looked up without a single hit before :meth:`unmatched` speaks up.
+    UNMATCHED_AFTER = 50
+
+    def unmatched(self, finished: bool = False) -> Optional[str]:
+        """A warning when no source word of the input so far is in the table: a table of another
+        language pair, the wrong way round or of another tokenization restricts every output to
+        the frequent targets and copies, and would otherwise only show as a low BLEU.  Said once
+        :data:`UNMATCHED_AFTER` keys missed, or at the end (``finished``) after any."""
+        if self.hits or not self.lookups or (self.lookups < self.UNMATCHED_AFTER and not finished):
+            return None
+        return (f"{self.path}: none of the {self.lookups:,} source words, tokens and pieces looked up so far is a source "
+                f"entry of this shortlist table (another language pair or direction?); outputs are limited to the "
+                f"{max(len(self.base) - len(SPECIALS), 0)} most frequent targets and copied words")
 
     def ids_for(self, sentences: Iterable[Iterable[str]]) -> Tensor:
         """The batch's shortlist: sorted unique target ids for sentences given as their words,
@@ -106,7 +125,9 @@ class Shortlist:
                 if key not in seen:
                     seen.add(key)
                     ids = self.key_ids(key)
+                    self.lookups += 1
                     if ids is not None:
+                        self.hits += 1
                         parts.append(ids)
                     if key in self.copyable:
                         copied.append(self.copyable[key])

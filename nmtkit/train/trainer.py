@@ -319,12 +319,12 @@ class Trainer:
                 self.save(["checkpoint_last.pt"])
             self._wall = self._budget_wall()
             if opt.stop_time_hours > 0 and self._wall >= opt.stop_time_hours * 3600:
-                if self.save(["checkpoint_last.pt"]):
+                if self._end_inside_epoch(display):
                     display.message(f"reached --stop-time-hours {opt.stop_time_hours:g}; wrote {self.save_dir / 'checkpoint_last.pt'} "
                                     "(rerun the same command to continue)")
                 return False
             if opt.max_update > 0 and st.update >= opt.max_update:
-                if self.save(["checkpoint_last.pt"]):
+                if self._end_inside_epoch(display):
                     display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")
                 return False
             if self.stop_signals.received:
@@ -400,6 +400,27 @@ class Trainer:
                            amp_dtype=resolve_amp(self.opt.amp, self.device))  # what nmtkit-translate --amp would use
         return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
                 "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}
+
+    def _end_inside_epoch(self, display: TrainDisplay) -> bool:
+        """--max-update or --stop-time-hours reached: validate the weights the run ends with, as at
+        an epoch's end, and write checkpoint_last.pt (and checkpoint_best.pt when they are the best).
+
+        Why: the last updates of a run (under ``--lr-schedule anneal`` the ones at the smallest
+        learning rate) would otherwise never be validated, and checkpoint_best.pt could not be
+        them; fairseq validates at --max-update too.  The plateau schedule and --patience count
+        whole epochs, so they are left alone.  False when the checkpoints were held back
+        (:meth:`save`)."""
+        st = self.state
+        v = self.validate()
+        names = ["checkpoint_last.pt"]
+        if v:
+            v.update(self._valid_bleu(display) or {})
+            self.log({"event": "valid", "epoch": st.epoch, "update": st.update, "inside_epoch": True, **v})
+            shown = f"valid BLEU {v['valid_bleu']:.2f}" if "valid_bleu" in v else f"valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}"
+            display.message(f"update {st.update}: {shown}")
+            if record_best(st, v, self.opt.best_checkpoint_metric):
+                names.append("checkpoint_best.pt")
+        return self.save(names)
 
     def _end_of_epoch(self, display: TrainDisplay) -> bool:
         """Validate, step the schedule, write checkpoints; True when training should stop."""

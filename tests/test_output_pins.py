@@ -1,4 +1,5 @@
-"""Byte-for-byte pins of what translate, align and score print (model log-probs to 4 decimals), so that a refactor of the inference
+"""Pins of what translate, align and score print (model log-probs to 4 decimals, each allowed one unit in its last digit
+across CPUs: :func:`_same_print`; everything else byte for byte), so that a refactor of the inference
 path (one model bundle, one batcher, one set of search options) provably changes no output.
 
 The checkpoints are built from a seed (``make_checkpoint``: registry init, no training), so the pins
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -79,7 +81,7 @@ def test_output_is_pinned(name: str, files: dict[str, str]) -> None:
     if name in FLOAT_PINS:
         assert _rounded(json.loads(out)) == _rounded(json.loads(pin.read_text(encoding="utf-8")))
     else:
-        assert out == pin.read_text(encoding="utf-8")
+        assert _same_print(out, pin.read_text(encoding="utf-8"))
     assert out.strip(), "a pin of nothing pins nothing"
 
 
@@ -97,3 +99,25 @@ def _rounded(value):  # noqa: ANN001, ANN202
     if isinstance(value, list):
         return [_rounded(v) for v in value]
     return value
+
+
+#: A score printed to 4 decimals (translate's n-best and verbose lines, align's scores).
+PRINTED_SCORE = re.compile(r"-?\d+\.\d{4}(?!\d)")
+
+
+def _same_print(out: str, pin: str) -> bool:
+    """Equal text, except that a printed 4-decimal score may differ by one unit in its last digit.
+
+    Why: a score whose fifth decimal sits at a rounding edge prints one way with one CPU's float32
+    kernels and the other way with another's (see :data:`FLOAT_PINS`); any other change, such as
+    a different word or a score off by more than 1e-4, still fails."""
+    if PRINTED_SCORE.sub("#", out) != PRINTED_SCORE.sub("#", pin):
+        return out == pin  # (the assertion shows the full diff)
+    return all(abs(float(a) - float(b)) <= 1.5e-4 for a, b in zip(PRINTED_SCORE.findall(out), PRINTED_SCORE.findall(pin)))
+
+
+def test_same_print_forgives_the_last_digit_only() -> None:
+    assert _same_print("0 ||| die Katze ||| -1.2345\n", "0 ||| die Katze ||| -1.2346\n")
+    assert not _same_print("0 ||| die Katze ||| -1.2345\n", "0 ||| die Katze ||| -1.2347\n")
+    assert not _same_print("0 ||| die Katze ||| -1.2345\n", "0 ||| der Katze ||| -1.2345\n")
+    assert not _same_print("0 ||| die Katze ||| -1.2345\n", "0 ||| die Katze ||| -1.2345 \n")

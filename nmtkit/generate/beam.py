@@ -97,8 +97,9 @@ def chunked_topk(scores: Tensor, m: int) -> Optional[tuple[Tensor, Tensor]]:
     the ``m+1``-th, every element outside those groups is below every one of their maxima, so
     the ``m`` largest elements, and every element equal to one of them, lie in the chosen
     groups: the values are exactly ``torch.topk``'s and ties can be ordered as in a full top-k
-    (:func:`topk_ordered`).  Otherwise (ties at the cut, fewer than ``m`` finite groups) None,
-    and the caller runs the full top-k; also None for rows with fewer than ``64 (m + 1)`` groups,
+    (:func:`topk_ordered`).  The rows where that does not hold (ties at the cut, fewer than ``m``
+    finite groups: rare with real models) take the full top-k, those rows only.  None for rows
+    with fewer than ``64 (m + 1)`` groups,
     where ATen's top-k of the maxima leaves its partial-sort path and costs more than it saves,
     and off the CPU (a GPU's top-k is fast, and its decoder loop is bound by kernel launches).
     ``scores`` ``[n, W]``, ``W`` a multiple of :data:`TOPK_GROUP`; the result is sorted by
@@ -110,12 +111,16 @@ def chunked_topk(scores: Tensor, m: int) -> Optional[tuple[Tensor, Tensor]]:
     view = scores.view(n, TOPK_GROUP, groups)
     top_max, top_group = view.amax(1).topk(m + 1, dim=1)
     cut = top_max[:, m - 1]
-    if not bool(((cut > top_max[:, m]) & (cut > _NEG_INF)).all()):
-        return None
+    inexact = ((cut <= top_max[:, m]) | (cut == _NEG_INF)).nonzero().squeeze(1)
     chosen = top_group[:, :m]
     elems = view.gather(2, chosen.unsqueeze(1).expand(n, TOPK_GROUP, m)).reshape(n, TOPK_GROUP * m)
     vals, pos = elems.topk(m, dim=1)
-    return vals, chosen.gather(1, pos % m) + (pos // m) * groups
+    idx = chosen.gather(1, pos % m) + (pos // m) * groups
+    if inexact.numel():
+        full_vals, full_idx = scores.index_select(0, inexact).topk(m, dim=1)
+        vals.index_copy_(0, inexact, full_vals)
+        idx.index_copy_(0, inexact, full_idx)
+    return vals, idx
 
 
 def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:

@@ -132,3 +132,17 @@ def test_different_architecture_is_refused(tmp_path):
     b = make_checkpoint(tmp_path / "b.pt", arch="rnnsearch_tiny")
     with pytest.raises(NmtkitError, match="model_name: 'luong' in .*, 'rnnsearch' in"):
         average_checkpoints([a, b])
+
+
+def test_long_differing_values_are_named_not_printed(tmp_path):
+    """Two pipelines' BPE codes (often hundreds of kB) are described, so the error stays readable."""
+    a = make_checkpoint(tmp_path / "a.pt", seed=0)
+    b = make_checkpoint(tmp_path / "b.pt", seed=1)
+    ck = load_checkpoint(b)
+    ck["src_pipeline"] = {**(ck.get("src_pipeline") or {}), "bpe_codes_text": "#version: 0.2\n" + "a b\n" * 50_000}
+    c = tmp_path / "c.pt"  # (not over b: its tensors are mapped from the file)
+    torch.save(ck, c)
+    with pytest.raises(NmtkitError) as exc:
+        average_checkpoints([a, c])
+    message = str(exc.value)
+    assert "src_pipeline.bpe_codes_text: " in message and "None in " in message and ", a text of 200,014 characters in " in message and len(message) < 500

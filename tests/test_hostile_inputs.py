@@ -8,6 +8,7 @@ matplotlib reads ``$...$`` in a label as TeX; two options can both name standard
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -201,3 +202,15 @@ def test_ensemble_paths_may_hold_colons_where_the_files_exist(tmp_path, monkeypa
     assert split_checkpoint_paths("x.pt:y.pt") == ["x.pt", "y.pt"]  # missing files: named one by one later
     with pytest.raises(NmtkitError, match="empty checkpoint name"):
         split_checkpoint_paths("c.pt::c.pt")
+
+
+@pytest.mark.parametrize("kind", ["directory", "device"])
+def test_a_path_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path, kind):
+    from nmtkit.errors import InputError
+    from nmtkit.generate.checkpoint_paths import checkpoint_paths
+
+    path = str(tmp_path) if kind == "directory" else os.devnull
+    with pytest.raises(InputError) as exc:
+        checkpoint_paths(path)
+    assert str(exc.value) == f"{path}: " + ("is a directory, not a checkpoint file" if kind == "directory" else
+                                            "is not a regular file (a device, pipe or socket), so not a checkpoint file")

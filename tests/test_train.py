@@ -148,6 +148,50 @@ def test_sigint_writes_checkpoint_then_resumes(data_dir, tmp_path):
     assert ckpt["train_state"]["state"]["update"] >= 1
 
 
+@pytest.mark.parametrize("env, message", [
+    ({"WORLD_SIZE": "abc"}, "WORLD_SIZE must be an integer of at least 1 (as torchrun sets it), got 'abc'"),
+    ({"WORLD_SIZE": "0"}, "WORLD_SIZE must be an integer of at least 1"),
+    ({"WORLD_SIZE": "2"}, "RANK is not set: WORLD_SIZE above 1 means a distributed run"),
+    ({"WORLD_SIZE": "2", "RANK": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29511"}, "RANK 5 is not below WORLD_SIZE 2"),
+    ({"WORLD_SIZE": "2", "RANK": "-1"}, "RANK must be an integer of at least 0"),
+    ({"WORLD_SIZE": "2", "RANK": "0"}, "MASTER_ADDR is not set"),
+    ({"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "99999"}, "MASTER_PORT must be a port number"),
+])
+def test_a_bad_launcher_environment_is_one_line(data_dir, tmp_path, monkeypatch, env, message):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    res = run_train(data_dir, tmp_path / "c", "--max-update", "1")
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 1 and len(lines) == 1 and lines[0].startswith(f"nmtkit-train: error: {message}"), res.output
+    assert not (tmp_path / "c").exists()
+
+
+def test_sigterm_ends_a_rank_waiting_for_its_peers(data_dir, tmp_path):
+    """The join is in C++, where the command's Python SIGTERM handler never runs: it must not
+    leave a process that only SIGKILL ends."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "WORLD_SIZE": "2", "RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "nmtkit.cli.train", str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "c"),
+           "--max-update", "1", "--no-progress", "--threads", "1", "--device", "cpu"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    time.sleep(8)  # imports done, waiting for rank 0 (which never comes)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM, 130)
+    assert not (tmp_path / "c").exists()
+
+
 @pytest.mark.slow
 def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
     """Two CPU processes, each half of every batch, end with the single process's parameters."""

@@ -45,5 +45,15 @@ def checkpoint_paths(paths: PathsLike) -> list[str]:
         raise NmtkitError("--path needs at least one checkpoint file")
     for p in items:
         if not os.path.isfile(p):
-            raise InputError(p, None, "no such checkpoint file")
+            raise InputError(p, None, _not_a_checkpoint_file(p))
     return items
+
+
+def _not_a_checkpoint_file(path: str) -> str:
+    """Why ``path`` (no regular file) cannot be a checkpoint: absent, a directory, or a device,
+    pipe or socket (read once, where a checkpoint is read several times)."""
+    if not os.path.exists(path):
+        return "no such checkpoint file"
+    if os.path.isdir(path):
+        return "is a directory, not a checkpoint file"
+    return "is not a regular file (a device, pipe or socket), so not a checkpoint file"

@@ -32,7 +32,22 @@ def last_epoch_checkpoints(save_dir: str | os.PathLike, n: int) -> list[Path]:
     return numbered[-n:]
 
 
+#: Longest value shown in a difference; longer ones (a pipeline's BPE codes) are only named.
+SHOWN_VALUE_CHARS = 60
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    if len(text) <= SHOWN_VALUE_CHARS:
+        return text
+    if isinstance(value, str):
+        return f"a text of {len(value):,} characters"
+    return f"a {type(value).__name__} of {len(value):,} entries" if isinstance(value, (list, tuple, dict)) else text[:SHOWN_VALUE_CHARS] + "..."
+
+
 def _differences(name_a: str, a: dict, name_b: str, b: dict) -> list[str]:
+    """What differs between two checkpoints' model options, dictionaries and pipelines, each short
+    enough for a one-line error (long values are described, not printed)."""
     out = []
     for key in SAME_KEYS:
         va, vb = a.get(key), b.get(key)
@@ -41,11 +56,11 @@ def _differences(name_a: str, a: dict, name_b: str, b: dict) -> list[str]:
         if isinstance(va, dict) and isinstance(vb, dict):
             for k in sorted(set(va) | set(vb)):
                 if va.get(k) != vb.get(k):
-                    out.append(f"{key}.{k}: {va.get(k)!r} in {name_a}, {vb.get(k)!r} in {name_b}")
+                    out.append(f"{key}.{k}: {_shown(va.get(k))} in {name_a}, {_shown(vb.get(k))} in {name_b}")
         elif key.endswith("_dict"):
             out.append(f"{key}: {len(va or [])} vs {len(vb or [])} entries ({name_a} vs {name_b}) or different words")
         else:
-            out.append(f"{key}: {va!r} in {name_a}, {vb!r} in {name_b}")
+            out.append(f"{key}: {_shown(va)} in {name_a}, {_shown(vb)} in {name_b}")
     return out
 
 

@@ -7,11 +7,17 @@ which cancels DDP's gradient averaging: the summed gradient equals the single-pr
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 from dataclasses import dataclass
+from typing import Iterator
 
 import torch
 import torch.distributed as dist
+
+from nmtkit.errors import NmtkitError
 
 
 @dataclass
@@ -29,19 +35,69 @@ class DistInfo:
         return self.world_size > 1
 
 
+#: What ``init_process_group``'s ``env://`` rendezvous reads besides WORLD_SIZE and RANK.
+RENDEZVOUS_VARIABLES = ("MASTER_ADDR", "MASTER_PORT")
+
+
+def _env_int(name: str, default: str | None = None, minimum: int = 0) -> int:
+    """An integer environment variable set by the launcher; a one-line error when it is not one."""
+    value = os.environ.get(name, default)
+    if value is None:
+        raise NmtkitError(f"{name} is not set: WORLD_SIZE above 1 means a distributed run, which needs "
+                          "WORLD_SIZE, RANK, MASTER_ADDR and MASTER_PORT (torchrun sets them)")
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) < minimum:
+        raise NmtkitError(f"{name} must be an integer of at least {minimum} (as torchrun sets it), got {value!r}")
+    return int(text)
+
+
+def distributed_environment() -> tuple[int, int, int]:
+    """(world size, rank, local rank) from the launcher's environment, checked; (1, 0, 0) alone."""
+    world = _env_int("WORLD_SIZE", "1", minimum=1)
+    if world == 1:
+        return 1, 0, 0
+    rank = _env_int("RANK")
+    if rank >= world:
+        raise NmtkitError(f"RANK {rank} is not below WORLD_SIZE {world}")
+    local = _env_int("LOCAL_RANK", str(rank))
+    for name in RENDEZVOUS_VARIABLES:
+        if not os.environ.get(name, "").strip():
+            _env_int(name)  # the "is not set" error
+    if not 1 <= _env_int("MASTER_PORT") <= 65535:
+        raise NmtkitError(f"MASTER_PORT must be a port number (1-65535), got {os.environ['MASTER_PORT']!r}")
+    return world, rank, local
+
+
 def init_distributed(device_kind: str) -> DistInfo:
-    """Join the process group when launched by torchrun (WORLD_SIZE > 1), else a single process."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
+    """Join the process group when launched by torchrun (WORLD_SIZE > 1), else a single process.
+
+    While joining, SIGINT and SIGTERM take their default action: the wait for the other ranks is in
+    C++, where a Python handler (the command's SIGTERM-as-interrupt) never runs, so a rank whose
+    peers never come could not be stopped but by SIGKILL.  Nothing is written before this point."""
+    world, rank, local = distributed_environment()
+    if world == 1:
         return DistInfo()
-    rank = int(os.environ["RANK"])
-    local = int(os.environ.get("LOCAL_RANK", rank))
     backend = "nccl" if device_kind == "cuda" else "gloo"
     if not dist.is_initialized():
-        dist.init_process_group(backend=backend)
+        with _default_signals():
+            dist.init_process_group(backend=backend)
     if device_kind == "cuda":
         torch.cuda.set_device(local)
     return DistInfo(rank=rank, world_size=world, local_rank=local)
+
+
+@contextlib.contextmanager
+def _default_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM at their default action within the block (main thread; else a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_DFL) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def all_reduce_sum(value: float, info: DistInfo, device: torch.device) -> float:

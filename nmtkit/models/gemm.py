@@ -1,11 +1,20 @@
 """Float32 matrix products on the CPU through oneDNN instead of MKL.
 
 Why: the MKL inside PyTorch's CPU wheels picks its AVX2 kernels on AMD CPUs, while oneDNN, in
-the same wheel, uses AVX-512 on them.  On this project's Zen 4 CPU, one thread, quiet machine
-(``bench/gemm_speed.py``, bench/RESULTS.md): translation-sized float32 products ran at 246-258
-GFLOP/s through oneDNN against 108-114 through MKL, the output layer of a training batch at 179
-against 99 (forward and backward), and the small gate products of a training step at about the
-same speed in both.
+the same wheel, uses AVX-512 on them.  What that is worth depends on the core
+(``bench/gemm_speed.py``, bench/RESULTS.md, one thread, quiet machine):
+
+* on this project's first host (records at 1457596; a core with full-width AVX-512 units),
+  translation-sized float32 products ran at 246-258 GFLOP/s through oneDNN against 108-114
+  through MKL, the output layer of a training batch at 179 against 99 (forward and backward),
+  and the small gate products of a training step at about the same speed in both;
+* on its later host, a Zen 4 EPYC (family 25, model 17), whose AVX-512 runs on 256-bit units,
+  both libraries reach about the core's float32 peak of 100 GFLOP/s: oneDNN 1.04-1.09x MKL for
+  the output layer and translation, 0.6x for a per-step gate product with its own weight
+  gradient (which training does not compute: :class:`LoopWeight`).  Training ``luong_small``
+  with ``NMTKIT_ONEDNN=0`` ran about 4 % slower there (timed by hand), so oneDNN stays the
+  default on AMD CPUs.
+
 The arithmetic is the same float32 (the summation order differs, so results differ in the last
 bits, as between any two BLAS libraries).
 
@@ -227,9 +236,10 @@ FAST_TANH = _fast_tanh_enabled()
 def tanh(x: Tensor) -> Tensor:
     """``torch.tanh``; as ``2 sigmoid(2x) - 1`` for float32 on the CPU when no gradient is needed.
 
-    Why: on this project's Zen 4 CPU, torch's CPU tanh runs at about a ninth of its sigmoid's
+    Why: on this project's first AMD host, torch's CPU tanh ran at about a ninth of its sigmoid's
     speed whatever ATen's vector level (170 against 18 us for a ``[320, 256]`` decoder tensor,
-    one thread; timed by hand), and a decoder step computes up to five tanh.  The identity costs
+    one thread; timed by hand; on the later Zen 4 host, timed beside training, 421 against 68 us,
+    the identity 120), and a decoder step computes up to five tanh.  The identity costs
     three cheap kernels (34 us) and is within 2e-7 of ``torch.tanh`` everywhere (absolute; it
     loses relative precision only where tanh is itself below 1e-7).  Training (autograd) keeps
     ``torch.tanh``, so gradients and the training exactness tests are untouched.  As with

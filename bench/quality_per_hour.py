@@ -336,7 +336,21 @@ def eval_one(args: argparse.Namespace, system: str, core: int, txt: Path, work: 
 
 
 # -- report -------------------------------------------------------------------------------------
-def plot(results: list[dict], path: Path) -> None:
+def recorded_curves(skip: set[str]) -> list[dict]:
+    """The newest ``quality_per_hour`` record of each system not in ``skip``: a report of a WORK
+    that re-ran only some systems still draws the others, from what they recorded."""
+    newest: dict[str, dict] = {}
+    if bl.RESULTS_JSONL.is_file():
+        for line in bl.RESULTS_JSONL.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line) if line.strip() else {}
+            if rec.get("bench") == "quality_per_hour" and rec["system"] not in skip and rec.get("valid_bleu_curve"):
+                newest[rec["system"]] = rec  # the file is in time order
+    return [newest[s] for s in SYSTEMS if s in newest]
+
+
+def plot(results: list[dict], recorded: list[dict], path: Path) -> None:
+    """Valid BLEU against wall time: this WORK's runs solid, earlier records dashed (each labelled
+    with its date and commit, as those runs may come from another day's machine)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -347,11 +361,15 @@ def plot(results: list[dict], path: Path) -> None:
         c = r["curve"]
         ax.plot([x["wall_s"] / 60 for x in c], [x["valid_bleu"] for x in c], marker="o", ms=3,
                 label=f"{r['system']} (test2016 {r['test']['bleu']:.2f})")
+    for r in recorded:
+        c = r["valid_bleu_curve"]
+        ax.plot([w / 60 for w, _ in c], [b for _, b in c], marker=".", ms=3, ls="--", alpha=0.8,
+                label=f"{r['system']} (test2016 {r['bleu']:.2f}; recorded {r['date'][:10]} @ {r['commit']})")
     ax.set_xlabel("training wall time on one core (minutes)")
     ax.set_ylabel("valid BLEU, greedy (sacreBLEU, cased, detok.)")
     ax.set_title("Multi30k en-de: quality per CPU-hour")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -362,13 +380,18 @@ def report(args: argparse.Namespace, work: Path) -> None:
     results = [json.loads((work / s / "eval.json").read_text()) for s in SYSTEMS if (work / s / "eval.json").is_file()]
     if not results:
         sys.exit(f"nothing evaluated in {work} yet")
-    plot(results, PICTURE)
+    recorded = recorded_curves({r["system"] for r in results})
+    plot(results, recorded, PICTURE)
     rows = [[r["system"], f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
              r["best"]["checkpoint"], f"{r['best']['wall_s'] / 60:.0f}", len(r["curve"]), f"{r['train_wall_s'] / 60:.1f}",
              r["commit"], r.get("beside", "")] for r in results]
     body = (bl.md_table(["system", "test2016 BLEU", "chrF", "best valid BLEU (greedy)", "checkpoint", "at minute",
                          "checkpoints", "train wall (min)", "commit", "trained beside"], rows)
-            + f"\n\n![BLEU against wall time]({PICTURE.name})\n\nEach system trained on one core (taskset) for "
+            + f"\n\n![BLEU against wall time]({PICTURE.name})\n\n"
+            + ("Dashed in the picture, from earlier records (not re-run here): "
+               + ", ".join(f"{r['system']} {r['bleu']:.2f} ({r['date']} @ {r['commit']})" for r in recorded) + ".\n\n"
+               if recorded else "")
+            + "Each system trained on one core (taskset) for "
             f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the checkpoint with the best "
             f"greedy valid BLEU. Signature: {results[0]['test']['signature']}.\n\nLoad of each pair's training "
             "(uptime before and after; the two systems of a pair shared the machine, one core each):\n\n"

@@ -31,6 +31,7 @@ def main() -> None:
     ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="the trainer's --amp (default: float32)")
     ap.add_argument("--weights", help="a checkpoint of the same --arch whose weights are profiled instead of a fresh "
                     "model's (late in training the logits spread wider, which changes what exp and log_softmax cost)")
+    ap.add_argument("--shapes", action="store_true", help="one row per operator and input shapes (which products cost)")
     args = ap.parse_args()
 
     from rich.console import Console
@@ -58,13 +59,13 @@ def main() -> None:
     for k in range(args.warmup):
         update(k)
     t0, tokens = time.perf_counter(), 0
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=args.shapes) as prof:
         for k in range(args.warmup, args.warmup + args.updates):
             tokens += update(k)
     seconds = time.perf_counter() - t0
     print(f"{args.arch}, batch {args.batch_size}, {args.threads} thread(s), amp {args.amp}: {args.updates} updates, "
           f"{tokens / seconds:,.0f} target tok/s under the profiler")
-    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
+    print(prof.key_averages(group_by_input_shape=args.shapes).table(sort_by="self_cpu_time_total", row_limit=args.rows))
 
 
 if __name__ == "__main__":

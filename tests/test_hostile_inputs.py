@@ -214,3 +214,37 @@ def test_a_path_that_is_not_a_regular_file_is_named_for_what_it_is(tmp_path, kin
         checkpoint_paths(path)
     assert str(exc.value) == f"{path}: " + ("is a directory, not a checkpoint file" if kind == "directory" else
                                             "is not a regular file (a device, pipe or socket), so not a checkpoint file")
+
+
+# -- a byte-order mark inside a file, numbers no process or float can be --------------------------
+BOM = "\ufeff"
+
+
+def test_a_byte_order_mark_starting_a_later_line_is_dropped(tmp_path):
+    """``cat a.txt b.txt`` puts b.txt's mark at the start of a later line: it is dropped there too,
+    not glued to a word (a ``\\ufeffbar`` dictionary entry, a reference word that never matches)."""
+    from nmtkit.utils.textio import read_lines
+
+    assert read_lines(write(tmp_path / "t", f"a b\n{BOM}c d\n")) == ["a b", "c d"]
+    d = Dictionary.load(write(tmp_path / "dict.txt", f"foo 3\n{BOM}bar 1\n"))
+    assert "bar" in d.index and f"{BOM}bar" not in d.index
+    plain = write(tmp_path / "plain", "#version: 0.2\nl o\nlo w</w>\n")
+    glued = write(tmp_path / "glued", f"#version: 0.2\nl o\n{BOM}lo w</w>\n")
+    assert read_bpe_codes(glued) == read_bpe_codes(plain)
+
+
+def test_score_matches_a_reference_line_that_starts_with_a_byte_order_mark(tmp_path):
+    hyp = write(tmp_path / "hyp", "the cat sits .\nthe dog runs fast .\n")
+    ref = write(tmp_path / "ref", f"the cat sits .\n{BOM}the dog runs fast .\n")
+    res = CliRunner().invoke(score, ["--sys", str(hyp), "--ref", str(ref), "--metrics", "bleu", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["systems"][0]["scores"]["bleu"]["score"] == pytest.approx(100.0)
+
+
+def test_preprocess_keeps_no_byte_order_mark_of_a_concatenated_file(tmp_path):
+    write(tmp_path / "c.en", f"a b\n{BOM}c d\n")
+    write(tmp_path / "c.de", "x y\nz\n")
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tmp_path / "c"),
+                                          "--destdir", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert BOM not in (tmp_path / "out" / "dict.en.txt").read_text(encoding="utf-8")

@@ -29,10 +29,12 @@ def leftovers(d: Path) -> list[str]:
 
 
 # -- BOM ------------------------------------------------------------------------------------
-def test_bom_is_dropped_from_the_first_line_only(tmp_path):
+def test_bom_is_dropped_where_it_starts_a_line(tmp_path):
+    """At the start of any line (``cat a.txt b.txt`` puts b.txt's there), not only the first:
+    kept, it glued itself to the line's first word.  Inside a line it is text (a no-break space)."""
     p = tmp_path / "x.txt"
-    p.write_bytes(b"\xef\xbb\xbfA b\n\xef\xbb\xbfC\n")
-    assert read_lines(p) == ["A b", "\ufeffC"]  # a BOM later in a file is text, not a mark
+    p.write_bytes(b"\xef\xbb\xbfA b\n\xef\xbb\xbfC\nx\xef\xbb\xbfy\n")
+    assert read_lines(p) == ["A b", "C", "x\ufeffy"]
 
 
 def test_bom_with_crlf_and_a_bom_only_file(tmp_path):

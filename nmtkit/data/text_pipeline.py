@@ -22,6 +22,8 @@ from nmtkit.errors import InputError
 
 BPE_SEP = "@@"
 _WS = re.compile(r"[ \t]+")
+#: A UTF-8 byte-order mark at the start of a line (of the file, or of a file concatenated into it).
+_LINE_START_BOM = re.compile("^\ufeff", re.MULTILINE)
 
 #: Control characters that separate text (line, page and record separators, CR, tabs):
 #: they become a space.  ``\n`` never reaches here (it ends the line).
@@ -83,9 +85,9 @@ def read_bpe_codes(path: str | os.PathLike) -> str:
         start = raw.rfind(b"\n", 0, exc.start) + 1
         raise InputError(str(path), raw.count(b"\n", 0, exc.start) + 1,
                          f"invalid UTF-8 at byte {exc.start - start}") from None
-    # A byte-order mark, as every other text input drops it: kept, it would hide the version line
-    # and subword-nmt would silently segment as version 0.1.
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    # A byte-order mark starting a line, as every other text input drops it: kept, it would hide the
+    # version line (subword-nmt would silently segment as version 0.1) or glue itself to a merge.
+    text = _LINE_START_BOM.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     check_bpe_codes(text, str(path))
     return text
 

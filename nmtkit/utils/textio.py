@@ -4,7 +4,8 @@ Why this module exists: Python's ``str.splitlines`` and text-mode files treat ``
 U+2028, U+0085 and friends as line breaks, which silently adds lines to a corpus and
 breaks parallelism.  Everything in nmtkit reads text through here, splitting on ``\\n``
 only, decoding UTF-8 strictly (or, for translation, replacing bad bytes with a warning),
-dropping a UTF-8 byte-order mark at the start of a file and naming file and line on failure.  Outputs are written to a temporary file or directory and
+dropping a UTF-8 byte-order mark at the start of a line (of a file, or of one
+concatenated into it) and naming file and line on failure.  Outputs are written to a temporary file or directory and
 renamed into place only on success; they get the usual permissions under the umask, and a
 failed write is an :class:`~nmtkit.errors.OutputError` naming the user's path (never the
 temporary one) with the reason.
@@ -42,10 +43,11 @@ def decode_line(raw: bytes, path: str, lineno: int, *, strict: bool = True,
     clean).  Otherwise the bad bytes become U+FFFD and ``on_invalid`` is told, once for the
     line, with an :class:`InputError` naming file:line: a translator should not lose every
     later line because one is damaged.
-    A byte-order mark starting line 1 is dropped: it is not text, and kept it would become
-    part of the first word (a ``\\ufeffA`` vocabulary entry, a reference that no longer matches).
+    A byte-order mark starting a line is dropped: it is not text, and kept it would become part
+    of the first word (a ``\\ufeffA`` vocabulary entry, a reference that no longer matches).  Any
+    line, not only the first: ``cat a.txt b.txt`` puts b.txt's mark at the start of a later line.
     """
-    if lineno == 1 and raw.startswith(UTF8_BOM):
+    if raw.startswith(UTF8_BOM):
         raw = raw[len(UTF8_BOM):]
     try:
         text = raw.decode("utf-8")

@@ -248,3 +248,21 @@ def test_preprocess_keeps_no_byte_order_mark_of_a_concatenated_file(tmp_path):
                                           "--destdir", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
     assert BOM not in (tmp_path / "out" / "dict.en.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "Infinity", "-inf", "1e999", "1" + "0" * 400])
+def test_a_model_option_that_is_no_finite_float_is_one_line(value):
+    """'nan' passed every range check, and nan != nan made the preset check raise a RuntimeError
+    (a traceback); an integer beyond any float was an OverflowError."""
+    from nmtkit.models import registry
+
+    with pytest.raises(NmtkitError, match=r"^option dropout expects (a finite number|float), got "):
+        registry.resolve_config("luong_tiny", parse_model_opts((f"dropout={value}",)))
+
+
+def test_train_refuses_a_nan_model_option_in_one_line(data_dir, tmp_path):
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "c"),
+                                     "--no-progress", "--max-update", "1", "--model-opt", "dropout=nan"])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert res.output.strip() == "nmtkit-train: error: option dropout expects a finite number, got 'nan'"
+    assert not (tmp_path / "c").exists()

@@ -6,6 +6,7 @@ the same way (a flat dataclass of JSON-able values), so the common ones are decl
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -122,16 +123,15 @@ def coerce_option(name: str, expected: Any, value: Any) -> Any:
                 raise bad from None
         raise bad
     if expected is float:
-        if isinstance(value, bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise bad
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                raise bad from None
-        raise bad
+        try:
+            out = float(value.strip() if isinstance(value, str) else value)
+        except (ValueError, OverflowError):  # OverflowError: an int beyond any float (JSON 1 followed by 400 zeros)
+            raise bad from None
+        if not math.isfinite(out):  # NaN passes every range check (and nan != nan broke the preset check)
+            raise NmtkitError(f"option {name} expects a finite number, got {value!r}")
+        return out
     if expected is str:
         if isinstance(value, str):
             return value

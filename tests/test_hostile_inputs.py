@@ -266,3 +266,31 @@ def test_train_refuses_a_nan_model_option_in_one_line(data_dir, tmp_path):
     assert res.exit_code == 1 and "Traceback" not in res.output, res.output
     assert res.output.strip() == "nmtkit-train: error: option dropout expects a finite number, got 'nan'"
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("pid", [0, -5, 2**31, 10**24])
+def test_a_pid_no_process_can_have_is_not_alive(pid):
+    from nmtkit.utils.tempfiles import pid_alive
+
+    assert pid_alive(pid) is False
+    assert pid_alive(os.getpid()) is True
+
+
+def test_a_lock_file_with_a_huge_pid_is_taken_over(tmp_path):
+    """``os.kill`` raised OverflowError (a traceback) for a PID beyond a C long."""
+    from nmtkit.train.lock import LOCK_NAME, SaveDirLock
+
+    (tmp_path / LOCK_NAME).write_text(f"{10**24} {os.uname().nodename}\n")
+    warnings: list[str] = []
+    with SaveDirLock(tmp_path, warn=warnings.append):
+        assert (tmp_path / LOCK_NAME).read_text().split()[0] == str(os.getpid())
+    assert warnings and f"stale lock of pid {10**24}" in warnings[0]
+
+
+def test_a_temporary_name_with_a_huge_pid_does_not_stop_a_write(tmp_path):
+    from nmtkit.utils.textio import atomic_write
+
+    stray = write(tmp_path / f".out.txt.{10**24}.abcdefgh.tmp", "x")
+    with atomic_write(tmp_path / "out.txt") as fh:
+        fh.write("ok\n")
+    assert (tmp_path / "out.txt").read_text() == "ok\n" and not stray.exists()

@@ -24,8 +24,11 @@ _RAND = r"[a-z0-9_]{8}"  # tempfile.mkstemp's random part
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (another user's counts as alive)."""
-    if pid <= 0:
+    """Whether a process ``pid`` exists on this machine (another user's counts as alive).
+
+    A number no process can have (0, negative, beyond a C ``pid_t``: a hand-edited lock file, a
+    stray ``.NAME.99999999999999999999.xxxxxxxx.tmp``) is no process, not an OverflowError."""
+    if not 0 < pid < 2**31:
         return False
     try:
         os.kill(pid, 0)

@@ -294,3 +294,17 @@ def test_a_temporary_name_with_a_huge_pid_does_not_stop_a_write(tmp_path):
     with atomic_write(tmp_path / "out.txt") as fh:
         fh.write("ok\n")
     assert (tmp_path / "out.txt").read_text() == "ok\n" and not stray.exists()
+
+
+@pytest.mark.parametrize("cmd, args", [
+    (score, ["--ref", "r.txt"]),
+    (score, ["--sys", "r.txt", "--ref", "-"]),
+    (align, ["--path", "x.pt", "--source", "-", "--target", "r.txt"]),
+])
+def test_empty_standard_input_is_named_stdin(tmp_path, monkeypatch, cmd, args):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "r.txt", "a b\n")
+    make_checkpoint(tmp_path / "x.pt")
+    res = CliRunner().invoke(cmd, args, input="")
+    assert res.exit_code == 1, res.output
+    assert res.output.strip().endswith("error: <stdin>: file is empty"), res.output

@@ -45,7 +45,8 @@ from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_
 from nmtkit.errors import NmtkitError, OutputError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
-from nmtkit.utils.stdio import STDIO, STDOUT_NAME, direct_target, display_name, is_stdio, refuse_stdin_twice, stream_closed
+from nmtkit.utils.stdio import (STDIO, STDOUT_NAME, direct_target, display_name, input_name, is_stdio, refuse_stdin_twice,
+                                 stream_closed)
 
 PROG = "nmtkit-align"
 
@@ -263,8 +264,7 @@ def run_align(o: dict[str, Any]) -> None:
     # every input is read and checked before any decoding
     if o["data"] is None:
         src_lines, tgt_lines = read_lines(o["source"]), read_lines(o["target"])
-        src_name = "<stdin>" if o["source"] == "-" else o["source"]
-        tgt_name = "<stdin>" if o["target"] == "-" else o["target"]
+        src_name, tgt_name = input_name(o["source"]), input_name(o["target"])
         pretok = False
     else:
         src_lines, tgt_lines, src_name, tgt_name = aligner.read_split(o["data"], o["split"])

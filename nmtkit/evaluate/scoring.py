@@ -27,7 +27,7 @@ from nmtkit.evaluate.metrics import (
     parse_metric_names,
     sentence_scores,
 )
-from nmtkit.utils.stdio import refuse_stdin_twice
+from nmtkit.utils.stdio import input_name, refuse_stdin_twice
 from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 
 DEFAULT_METRICS = ("bleu", "chrf")
@@ -35,7 +35,7 @@ DEFAULT_METRICS = ("bleu", "chrf")
 
 def display_name(path: str) -> str:
     """How a file is named in messages and results (``-`` is standard input)."""
-    return "<stdin>" if path == "-" else path
+    return input_name(path)
 
 
 def _metric_list(metrics: Union[str, Sequence[str], None]) -> list[str]:

@@ -42,6 +42,11 @@ def display_name(path: Union[str, os.PathLike]) -> str:
     return STDOUT_NAME if is_stdio(path) else os.fspath(path)
 
 
+def input_name(path: Union[str, os.PathLike]) -> str:
+    """The name an error about an input uses: ``<stdin>`` for ``-``, else the path as given."""
+    return STDIN_NAME if is_stdio(path) else os.fspath(path)
+
+
 class _ClosedBuffer(io.BufferedIOBase):
     """Stands in for a standard stream whose descriptor was closed when the command started:
     any read or write fails with an OSError naming the stream (one line, not an AttributeError)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, Optional, Sequence, TextIO
 
 from nmtkit.errors import InputError, OutputError
-from nmtkit.utils.stdio import direct_target, display_name, stream_closed
+from nmtkit.utils.stdio import STDIN_NAME, direct_target, display_name, input_name, stream_closed
 from nmtkit.utils.tempfiles import remove_stale_temps, temp_prefix
 
 
@@ -95,7 +95,7 @@ def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """Yield ``(lineno, text)`` for a file; a missing file is an :class:`InputError`."""
     p = str(path)
     if p == "-":
-        yield from iter_binary_lines(sys.stdin.buffer, "<stdin>")
+        yield from iter_binary_lines(sys.stdin.buffer, STDIN_NAME)
         return
     try:
         fh = open(p, "rb")
@@ -117,7 +117,7 @@ def read_lines(path: str | os.PathLike, allow_empty_file: bool = False) -> list[
     """
     lines = [text for _, text in iter_lines(path)]
     if not lines and not allow_empty_file:
-        raise InputError(str(path), None, "file is empty")
+        raise InputError(input_name(path), None, "file is empty")
     return lines
 
 
@@ -127,9 +127,10 @@ def iter_parallel_chunks(paths: Sequence[str], size: int,
 
     Why: scoring a million lines needs one chunk in memory, not every file.  The checks are
     :func:`read_lines`' and :func:`check_parallel`'s (an empty file, unequal line counts, named
-    by ``names``, default the paths); they end the iteration with an error, so a caller that
-    only reports after the last chunk never reports a partial result."""
+    by ``names``, default the paths with ``-`` as ``<stdin>``); they end the iteration with an
+    error, so a caller that only reports after the last chunk never reports a partial result."""
     iters = [iter_lines(p) for p in paths]
+    names = [str(n) for n in names] if names is not None else [input_name(p) for p in paths]
     counts = [0] * len(iters)
     while True:
         chunk = [[text for _, text in itertools.islice(it, size)] for it in iters]
@@ -141,10 +142,10 @@ def iter_parallel_chunks(paths: Sequence[str], size: int,
         elif chunk and chunk[0]:
             yield chunk
             continue
-        for p, n in zip(paths, counts):
+        for name, n in zip(names, counts):
             if n == 0:
-                raise InputError(str(p), None, "file is empty")
-        check_parallel([str(n) for n in (names or paths)], counts)
+                raise InputError(name, None, "file is empty")
+        check_parallel(names, counts)
         return
 
 

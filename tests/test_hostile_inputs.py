@@ -308,3 +308,16 @@ def test_empty_standard_input_is_named_stdin(tmp_path, monkeypatch, cmd, args):
     res = CliRunner().invoke(cmd, args, input="")
     assert res.exit_code == 1, res.output
     assert res.output.strip().endswith("error: <stdin>: file is empty"), res.output
+
+
+def test_plot_ids_beyond_the_corpus_name_its_real_size(tmp_path):
+    """The paths are checked before the corpus is read; that check used sys.maxsize as the corpus
+    size, and a huge id was refused as beyond '9223372036854775807 sentence pairs'."""
+    ckpt = make_checkpoint(tmp_path / "x.pt")
+    src = write(tmp_path / "s.txt", "the cat\nthe dog\n")
+    res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(src), "--target", str(src), "--plot",
+                                     str(tmp_path / "pl"), "--plot-ids", "99999999999999999999", "-o", os.devnull])
+    assert res.exit_code == 1, res.output
+    assert res.output.strip() == ("nmtkit-align: error: --plot-ids 99999999999999999999 is out of range: "
+                                  "there are 2 sentence pairs (0-1)")
+    assert parse_plot_ids(None, None) == [0, 1, 2, 3, 4]

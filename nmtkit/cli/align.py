@@ -59,17 +59,18 @@ DEFAULT_PLOTS = 5
 Output = tuple[str, Any, str]
 
 
-def parse_plot_ids(text: Optional[str], n_pairs: int) -> list[int]:
-    """``"0,5,7"`` -> ``[0, 5, 7]`` (0-based pair indices, each below ``n_pairs``)."""
+def parse_plot_ids(text: Optional[str], n_pairs: Optional[int]) -> list[int]:
+    """``"0,5,7"`` -> ``[0, 5, 7]`` (0-based pair indices, each below ``n_pairs``; None: not known
+    yet, when the paths are checked before any input is read, so no range check)."""
     if text is None:
-        return list(range(min(DEFAULT_PLOTS, n_pairs)))
+        return list(range(DEFAULT_PLOTS if n_pairs is None else min(DEFAULT_PLOTS, n_pairs)))
     ids: list[int] = []
     for item in text.split(","):
         item = item.strip()
         if not (item.isascii() and item.isdigit()):  # int() would take '²' as a digit but fail
             raise NmtkitError(f"--plot-ids expects comma-separated 0-based sentence numbers, got {text!r}")
         k = int(item)
-        if k >= n_pairs:
+        if n_pairs is not None and k >= n_pairs:
             raise NmtkitError(f"--plot-ids {k} is out of range: there are {n_pairs} sentence pairs (0-{n_pairs - 1})")
         if k not in ids:
             ids.append(k)
@@ -114,7 +115,7 @@ def _check_destinations(o: dict[str, Any]) -> None:
     files = [(opt, o[key]) for opt, key in (("--output", "output"), ("--build-dict", "build_dict"))
              if o[key] is not None and not is_stdio(o[key])]
     if o["plot"] is not None:  # the heatmaps --plot-ids asks for, or the first DEFAULT_PLOTS (range checked later)
-        files += _plot_files(o, parse_plot_ids(o["plot_ids"], sys.maxsize))
+        files += _plot_files(o, parse_plot_ids(o["plot_ids"], None))
     refuse_outputs_over_inputs(files, _inputs(o))
     if o["plot"] is not None:
         _check_destination("--plot", o["plot"], directory=True)

@@ -321,3 +321,25 @@ def test_plot_ids_beyond_the_corpus_name_its_real_size(tmp_path):
     assert res.output.strip() == ("nmtkit-align: error: --plot-ids 99999999999999999999 is out of range: "
                                   "there are 2 sentence pairs (0-1)")
     assert parse_plot_ids(None, None) == [0, 1, 2, 3, 4]
+
+
+def test_preprocess_forks_no_more_workers_than_there_are_chunks(monkeypatch):
+    """``--workers 1000`` on a small corpus forked 1000 processes, each a copy of the pipeline."""
+    import multiprocessing.pool
+
+    from nmtkit.data import parallel_map
+    from nmtkit.data.text_pipeline import TextPipeline
+
+    sizes: list[int] = []
+    real = multiprocessing.pool.Pool.__init__
+
+    def pool_init(self, processes=None, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        sizes.append(processes)
+        real(self, processes, *args, **kw)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "__init__", pool_init)
+    lines = [["a", "b"]] * 5
+    out = parallel_map.map_chunks(parallel_map.bpe_chunk, TextPipeline("en"), lines, 1000, None, "bpe", chunk=2)
+    assert out == lines and sizes == [3]
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", "t", "--destdir", "d", "--workers", "1025"])
+    assert res.exit_code == 2 and "1<=x<=1024" in res.output

@@ -6,7 +6,7 @@ import time
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import FiniteFloat, NmtkitCommand, console, handle_errors, run_console_script
+from nmtkit.cli.common import MAX_THREADS, FiniteFloat, NmtkitCommand, console, handle_errors, run_console_script
 
 PROG = "nmtkit-preprocess"
 
@@ -18,7 +18,7 @@ PROG = "nmtkit-preprocess"
 @click.option("--validpref", help="Validation prefix(es), comma-separated (valid, valid1, ...).")
 @click.option("--testpref", help="Test prefix(es), comma-separated (test, test1, ...).")
 @click.option("--destdir", required=True, type=click.Path(file_okay=False), help="Output data directory.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Processes for tokenization/BPE.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, MAX_THREADS), help="Processes for tokenization/BPE.")
 @click.option("--nwordssrc", default=-1, show_default=True, type=click.IntRange(min=-1), help="Keep the N most frequent source tokens (-1: all).")
 @click.option("--nwordstgt", default=-1, show_default=True, type=click.IntRange(min=-1), help="Keep the N most frequent target tokens (-1: all).")
 @click.option("--thresholdsrc", default=0, show_default=True, type=click.IntRange(min=0), help="Map source tokens seen fewer times to <unk>.")

@@ -39,8 +39,10 @@ def bpe_chunk(chunk: list[list[str]]) -> list[list[str]]:
 
 
 def map_chunks(fn, pipe: TextPipeline, items: list, workers: int, progress, desc: str, chunk: int = 2000) -> list:  # noqa: ANN001
-    """Apply a chunk function over items with ``workers`` processes, showing lines/s."""
+    """Apply a chunk function over items with ``workers`` processes (no more than there are
+    chunks: each forked worker copies the pipeline), showing lines/s."""
     chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    workers = min(workers, len(chunks))
     task = progress.add_task(desc, total=len(items)) if progress is not None else None
     out: list = []
     if workers > 1 and len(chunks) > 1:

@@ -343,3 +343,20 @@ def test_preprocess_forks_no_more_workers_than_there_are_chunks(monkeypatch):
     assert out == lines and sizes == [3]
     res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", "t", "--destdir", "d", "--workers", "1025"])
     assert res.exit_code == 2 and "1<=x<=1024" in res.output
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_average_refuses_a_checkpoint_with_nan_weights(tmp_path, which):
+    """The mean of NaN is NaN: the average was written, and refused only by whoever used it."""
+    from nmtkit.checkpoint import load_checkpoint, save_checkpoint
+
+    paths = [make_checkpoint(tmp_path / "a.pt"), make_checkpoint(tmp_path / "b.pt", seed=1)]
+    ckpt = load_checkpoint(paths[which], mmap=False)
+    name = next(iter(ckpt["model"]))
+    ckpt["model"][name] = ckpt["model"][name].clone().fill_(float("nan"))
+    save_checkpoint(paths[which], ckpt)
+    res = CliRunner().invoke(average, ["-i", str(paths[0]), str(paths[1]), "-o", str(tmp_path / "avg.pt")])
+    assert res.exit_code == 1, res.output
+    assert res.output.strip() == (f"nmtkit-average: error: {paths[which]}: weight '{name}' holds NaN or infinite "
+                                  "values (a diverged run?)")
+    assert not (tmp_path / "avg.pt").exists()

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 
 from nmtkit.errors import NmtkitError
-from nmtkit.checkpoint import epoch_checkpoints, load_checkpoint
+from nmtkit.checkpoint import check_finite_weights, epoch_checkpoints, load_checkpoint
 
 #: What must be identical for checkpoints to be averaged (and is copied to the result).
 SAME_KEYS = ("model_name", "model_config", "src_dict", "tgt_dict", "src_pipeline", "tgt_pipeline")
@@ -81,16 +81,20 @@ def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
 
     The mean is taken in float64 and cast back to each parameter's dtype; integer buffers
     (none in nmtkit's models today) are taken from the last checkpoint.  The result has no
-    training state: it is for translating, scoring and aligning, not for resuming."""
+    training state: it is for translating, scoring and aligning, not for resuming.  A checkpoint
+    with NaN or infinite weights is refused, naming it: the mean would hold them too, a file that
+    translate, score and align refuse, found only when it is used."""
     if not paths:
         raise NmtkitError("no checkpoints to average")
     refuse_repeats(paths)
     first_path = str(paths[0])
     first = load_checkpoint(first_path)
+    check_finite_weights(first["model"], first_path)
     sums = {k: v.double().clone() if v.is_floating_point() else v.clone() for k, v in first["model"].items()}
     problems: list[str] = []
     for path in paths[1:]:
         ckpt = load_checkpoint(path)
+        check_finite_weights(ckpt["model"], path)
         problems += _differences(first_path, first, str(path), ckpt)
         if not problems:
             if ckpt["model"].keys() != sums.keys():

@@ -150,6 +150,18 @@ def test_closed_stdout_exits_141_without_a_traceback(tmp_path):
     assert "Traceback" not in err and "BrokenPipe" not in err
 
 
+@pytest.mark.parametrize("args", [["--list-archs"], ["--list-archs", "luong_tiny"], ["--help"]])
+def test_closed_stdout_during_an_eager_option_exits_141(args):
+    """``nmtkit-train --list-archs | head -1``: the listing runs while click parses the command
+    line, before handle_errors, and click turned the broken pipe into a silent exit status 1."""
+    proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.train", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141, err
+    assert err == ""
+
+
 # -- checkpoints and outputs ----------------------------------------------------------------------
 def test_a_png_given_as_checkpoint_gets_nmtkits_message(tmp_path):
     png = tmp_path / "curve.png"

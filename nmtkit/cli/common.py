@@ -228,7 +228,8 @@ class OneLineUsageError(click.UsageError):
 
 class NmtkitCommand(click.Command):
     """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
-    click's usage block, so that they read like every other nmtkit error."""
+    click's usage block, so that they read like every other nmtkit error; a reader that closes
+    stdout while an eager option (``--help``, ``--list-archs``) prints ends it with status 141."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """UTF-8 standard streams before click prints anything (help, usage errors)."""
@@ -239,6 +240,9 @@ class NmtkitCommand(click.Command):
                      **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
+        except BrokenPipeError:  # an eager option's output (--list-archs | head): as handle_errors does,
+            _stdout_to_devnull()  # not click's silent exit status 1
+            sys.exit(EXIT_BROKEN_PIPE)
         except OneLineUsageError:
             raise
         except click.UsageError as exc:

@@ -32,6 +32,9 @@ COMMANDS = {"train": train, "translate": translate, "preprocess": preprocess, "s
 CLICK_RANGES = [
     ("train", ["data"], "--batch-size", "0"),
     ("translate", ["--path", "x.pt"], "--beam", "0"),
+    ("translate", ["--path", "x.pt"], "--beam", "100001"),  # the search's upper bounds too, before any model loads
+    ("translate", ["--path", "x.pt"], "--max-len-a", "5000"),
+    ("translate", ["--path", "x.pt"], "--unkpen", "-2000"),
     ("preprocess", ["-s", "en", "-t", "de", "--destdir", "d"], "--workers", "0"),
     ("score", ["--ref", "r"], "--bootstrap-samples", "0"),
     ("align", ["--path", "x.pt"], "--batch-size", "0"),

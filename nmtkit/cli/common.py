@@ -14,7 +14,7 @@ import click
 
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.amp import AMP_CHOICES
-from nmtkit.utils.checks import at_least_message, one_of_message
+from nmtkit.utils.checks import at_least_message, at_most_message, one_of_message
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
@@ -22,7 +22,7 @@ from nmtkit.utils.signals import sigterm_as_interrupt
 from nmtkit.utils.stdio import STDOUT_NAME, use_utf8_stdio
 
 __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
-           "SEED", "AtLeast", "OneOf", "device_options", "batching_options", "search_options", "set_threads"]
+           "SEED", "AtLeast", "Within", "OneOf", "device_options", "batching_options", "search_options", "set_threads"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
@@ -57,16 +57,40 @@ def _flag_name(param: Any) -> str:
 
 
 class AtLeast(click.IntRange):
-    """An int option ``>= low`` refused in the library's words (:mod:`nmtkit.utils.checks`), for
-    options the library checks too: ``--beam 0`` reads the same from the command line and from Python."""
+    """An int option ``>= low`` (and ``<= high`` where given) refused in the library's words
+    (:mod:`nmtkit.utils.checks`), for options the library checks too: ``--beam 0`` and
+    ``--beam 100001`` read the same from the command line and from Python, and both are usage errors."""
 
-    def __init__(self, low: int) -> None:
-        super().__init__(min=low)
+    def __init__(self, low: int, high: Optional[int] = None) -> None:
+        super().__init__(min=low, max=high)
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         out = click.INT.convert(value, param, ctx)  # not a number: click's own message
         if out < self.min:
             raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
+        if self.max is not None and out > self.max:
+            raise click.UsageError(at_most_message(_flag_name(param), out, self.max), ctx)
+        return out
+
+
+class Within(FiniteFloat):
+    """A finite float option inside ``[low, high]`` (either end may be open), refused in the
+    library's words as :class:`AtLeast` is: the search's bounds (:data:`nmtkit.generate.search_options.LIMITS`)
+    are usage errors on the command line and the same message from Python."""
+
+    def __init__(self, low: Optional[float] = None, high: Optional[float] = None) -> None:
+        super().__init__(min=low, max=high)
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        import math
+
+        out = click.FLOAT.convert(value, param, ctx)  # not a number: click's own message
+        if not math.isfinite(out):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        if self.min is not None and out < self.min:
+            raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
+        if self.max is not None and out > self.max:
+            raise click.UsageError(at_most_message(_flag_name(param), out, self.max), ctx)
         return out
 
 
@@ -311,21 +335,23 @@ def search_options() -> Decorator:
     """Beam search's options, their defaults read from the library's one ``SearchOptions``."""
     import dataclasses
 
-    from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
+    from nmtkit.generate.search_options import LENPEN_FORMS, LIMITS, SearchOptions
 
     d = {f.name: f.default for f in dataclasses.fields(SearchOptions)}
     return _stack(
-        click.option("--beam", default=d["beam"], show_default=True, type=AtLeast(1), help="Beam size (1: greedy)."),
+        click.option("--beam", default=d["beam"], show_default=True, type=AtLeast(1, LIMITS["--beam"]),
+                     help="Beam size (1: greedy)."),
         click.option("--nbest", default=d["nbest"], show_default=True, type=AtLeast(1),
                      help="Hypotheses per sentence (<= beam)."),
-        click.option("--lenpen", default=d["lenpen"], show_default=True, type=FiniteFloat(), help="Length penalty alpha."),
+        click.option("--lenpen", default=d["lenpen"], show_default=True, type=Within(-LIMITS["--lenpen"], LIMITS["--lenpen"]),
+                     help="Length penalty alpha."),
         click.option("--lenpen-form", type=OneOf(LENPEN_FORMS), default=d["lenpen_form"], show_default=True,
                      help="fairseq: score/len^a; gnmt: score/((5+len)/6)^a."),
-        click.option("--max-len-a", default=d["max_len_a"], show_default=True, type=FiniteFloat(min=0),
+        click.option("--max-len-a", default=d["max_len_a"], show_default=True, type=Within(0, LIMITS["--max-len-a"]),
                      help="Max output length = a * source length + b."),
-        click.option("--max-len-b", default=d["max_len_b"], show_default=True, type=click.IntRange(min=0)),
+        click.option("--max-len-b", default=d["max_len_b"], show_default=True, type=AtLeast(0, LIMITS["--max-len-b"])),
         click.option("--min-len", default=d["min_len"], show_default=True, type=AtLeast(0),
                      help="Minimum output tokens before </s>."),
-        click.option("--unkpen", default=d["unkpen"], show_default=True, type=FiniteFloat(),
+        click.option("--unkpen", default=d["unkpen"], show_default=True, type=Within(-LIMITS["--unkpen"], LIMITS["--unkpen"]),
                      help="Subtracted from <unk> log-probabilities."),
     )

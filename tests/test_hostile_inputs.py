@@ -360,3 +360,30 @@ def test_average_refuses_a_checkpoint_with_nan_weights(tmp_path, which):
     assert res.output.strip() == (f"nmtkit-average: error: {paths[which]}: weight '{name}' holds NaN or infinite "
                                   "values (a diverged run?)")
     assert not (tmp_path / "avg.pt").exists()
+
+
+def test_bpe_codes_cut_short_after_preprocessing_are_refused_in_one_line(tiny_parallel, tmp_path):
+    """meta.json keeps a checksum of each side's codes: a codes file cut short (or edited) in the
+    data directory segments differently from the binarized data, and training would ship it in
+    every checkpoint; it is refused, naming the file.  A data dir without the field (an older
+    version's) is still read."""
+    dest = tmp_path / "bpe-bin"
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(dest), "--bpe", "subword-nmt", "--bpe-merges", "20"])
+    assert res.exit_code == 0, res.output
+    meta = json.loads((dest / "meta.json").read_text(encoding="utf-8"))
+    assert set(meta["bpe"]["checksums"]) == {"en", "de"}
+    codes = dest / meta["bpe"]["codes"]["en"]
+    whole = codes.read_bytes()
+    codes.write_bytes(whole[: whole.rindex(b"\n", 0, len(whole) - 1) + 1])  # the last merge lost
+    args = [str(dest), "--save-dir", str(tmp_path / "ck"), "--device", "cpu", "--max-update", "1", "--no-progress",
+            "--arch", "luong_tiny"]
+    res = CliRunner().invoke(train, args)
+    assert res.exit_code == 1, res.output
+    assert res.output.strip() == (f"nmtkit-train: error: {codes}: BPE codes do not match meta.json "
+                                  "(cut short or edited after preprocessing?)"), res.output
+    assert not (tmp_path / "ck" / "checkpoint_last.pt").exists()
+    del meta["bpe"]["checksums"]  # as nmtkit-preprocess wrote it before the field existed
+    (dest / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    res = CliRunner().invoke(train, args)
+    assert res.exit_code == 0, res.output

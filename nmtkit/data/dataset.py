@@ -20,7 +20,7 @@ import torch
 from nmtkit.data.alignments import ALIGN_SUFFIX, StoredAlignments
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.data.indexed import IndexedTokens
-from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes
+from nmtkit.data.text_pipeline import TextPipeline, codes_checksum, read_bpe_codes
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.schema import Check, Choice, DictOf, Nullable, validate
 from nmtkit.utils.textio import read_lines
@@ -62,7 +62,8 @@ META_SCHEMA = {
     "tokenizer?": Choice(("moses", "none")),
     "lowercase?": bool,
     "bpe?": {"type": Choice(("none", "subword-nmt")),
-             "codes?": DictOf(Check(_inside_directory, "a file name inside the data directory"))},
+             "codes?": DictOf(Check(_inside_directory, "a file name inside the data directory")),
+             "checksums?": DictOf(str)},
     "dict_checksums?": DictOf(Nullable(str)),
     "splits": DictOf(dict),
 }
@@ -119,7 +120,11 @@ class DataDir:
             raise InputError(str(self.path / "meta.json"), None,
                              f"field 'bpe.codes.{lang}' must be a file name inside the data directory "
                              f"({path} leads outside it)")
-        return read_bpe_codes(path)
+        text = read_bpe_codes(path)
+        want = self.meta["bpe"].get("checksums", {}).get(lang)  # absent in data dirs of older versions
+        if want and codes_checksum(text) != want:
+            raise InputError(str(path), None, "BPE codes do not match meta.json (cut short or edited after preprocessing?)")
+        return text
 
     @property
     def pair(self) -> str:

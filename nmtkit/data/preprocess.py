@@ -21,7 +21,7 @@ from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir, i
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.parallel_map import bpe_chunk, map_chunks, tokenize_chunk
-from nmtkit.data.text_pipeline import TextPipeline, read_bpe_codes, split_words
+from nmtkit.data.text_pipeline import TextPipeline, codes_checksum, read_bpe_codes, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
@@ -236,6 +236,7 @@ def _apply_bpe(splits: dict[str, SplitText], pipes: dict[str, TextPipeline], opt
             meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
         for lang in (src, tgt):
             pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
+        meta_bpe["checksums"] = {lang: codes_checksum(read_bpe_codes(out / meta_bpe["codes"][lang])) for lang in (src, tgt)}
     pieces: dict[str, tuple[list[list[str]], list[list[str]]]] = {}
     for name, split in splits.items():
         if opt.bpe == "subword-nmt":

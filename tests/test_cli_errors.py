@@ -39,6 +39,7 @@ CLICK_RANGES = [
     ("score", ["--ref", "r"], "--bootstrap-samples", "0"),
     ("align", ["--path", "x.pt"], "--batch-size", "0"),
     ("sample", ["--out", "o"], "--train", "0"),
+    ("sample", ["--out", "o"], "--train", "10000001"),  # held in memory while drawn: --train 10**12 ran out of it
 ]
 #: nmtkit's own check (FiniteFloat): click's FloatRange lets nan and inf through, and a nan
 #: learning rate would train silently on NaNs.

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.checks import require_at_most
 from nmtkit.sample.grammar import KINDS, Grammar, weighted_choice
 from nmtkit.sample.lexicon import ADJECTIVES, NOUNS, VERBS, build_names
 from nmtkit.sample.tokens import Example
@@ -75,6 +76,11 @@ def is_sample_corpus(path: str | Path) -> bool:
     return bool(names) and names <= CORPUS_FILES
 
 
+#: The most pairs of one split: a sample corpus is held in memory while drawn (and its distinct
+#: sentences are finite); ``--train 10**12`` grew until the machine ran out of memory.
+MAX_PAIRS = 10_000_000
+
+
 def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_valid: int = 500,
                     n_test: int = 500) -> dict[str, int]:
     """Write ``{train,valid,test}.{en,de,align}`` under ``out_dir``; return lines per split.
@@ -85,6 +91,7 @@ def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_
     for what, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
         if n < 1:
             raise NmtkitError(f"--{what} must be at least 1, got {n}")
+        require_at_most(f"--{what}", n, MAX_PAIRS)
     train_names, valid_names, test_names = split_names(seed)
     out = Path(out_dir)
     seen: set[str] = set()

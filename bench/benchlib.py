@@ -331,6 +331,14 @@ def append_results(text: str, path: Path = RESULTS) -> None:
     print(f"recorded in {path}")
 
 
+def read_records(bench: str | None = None, path: Path = RESULTS_JSONL) -> list[dict]:
+    """The records of results.jsonl in the order written (of one ``bench`` if given)."""
+    if not path.is_file():
+        return []
+    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in recs if bench is None or r.get("bench") == bench]
+
+
 def append_jsonl(records: list[dict], base: dict, path: Path = RESULTS_JSONL) -> None:
     """Append one JSON line per headline figure (``base`` fields first, then the record's own):
     results.jsonl is how results are checked, so every record carries its bench, date and commit."""

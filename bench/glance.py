@@ -8,7 +8,6 @@ measured here; run it after a benchmark has recorded (``python bench/glance.py``
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -123,7 +122,7 @@ def glance(records: list[dict]) -> str:
 
 
 def main() -> None:
-    records = [json.loads(line) for line in bl.RESULTS_JSONL.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = bl.read_records()
     text = bl.RESULTS.read_text(encoding="utf-8")
     block = glance(records)
     if START in text:

@@ -336,15 +336,18 @@ def eval_one(args: argparse.Namespace, system: str, core: int, txt: Path, work: 
 
 
 # -- report -------------------------------------------------------------------------------------
-def recorded_curves(skip: set[str]) -> list[dict]:
-    """The newest ``quality_per_hour`` record of each system not in ``skip``: a report of a WORK
-    that re-ran only some systems still draws the others, from what they recorded."""
+def recorded_curves(skip: set[str], since: str | None) -> list[dict]:
+    """The newest ``quality_per_hour`` record, recorded on or after ``since`` (a date, ``YYYY-MM-DD``),
+    of each system not in ``skip``: a report of a WORK that re-ran only some systems can still draw
+    the others.  None without ``since``: records do not all say which machine trained them (the
+    ``cpu`` field is newer than some), and the same run took twice the wall time on one of this
+    project's hosts as on the other, so whoever reports says from when the records are comparable."""
+    if since is None:
+        return []
     newest: dict[str, dict] = {}
-    if bl.RESULTS_JSONL.is_file():
-        for line in bl.RESULTS_JSONL.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line) if line.strip() else {}
-            if rec.get("bench") == "quality_per_hour" and rec["system"] not in skip and rec.get("valid_bleu_curve"):
-                newest[rec["system"]] = rec  # the file is in time order
+    for rec in bl.read_records("quality_per_hour"):
+        if rec["system"] not in skip and rec.get("valid_bleu_curve") and rec["date"][:10] >= since:
+            newest[rec["system"]] = rec  # the file is in time order
     return [newest[s] for s in SYSTEMS if s in newest]
 
 
@@ -364,7 +367,7 @@ def plot(results: list[dict], recorded: list[dict], path: Path) -> None:
     for r in recorded:
         c = r["valid_bleu_curve"]
         ax.plot([w / 60 for w, _ in c], [b for _, b in c], marker=".", ms=3, ls="--", alpha=0.8,
-                label=f"{r['system']} (test2016 {r['bleu']:.2f}; recorded {r['date'][:10]} @ {r['commit']})")
+                label=f"{r['system']} (test2016 {r['bleu']:.2f}; record of {r['date'][:10]} @ {r['commit']})")
     ax.set_xlabel("training wall time on one core (minutes)")
     ax.set_ylabel("valid BLEU, greedy (sacreBLEU, cased, detok.)")
     ax.set_title("Multi30k en-de: quality per CPU-hour")
@@ -380,7 +383,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
     results = [json.loads((work / s / "eval.json").read_text()) for s in SYSTEMS if (work / s / "eval.json").is_file()]
     if not results:
         sys.exit(f"nothing evaluated in {work} yet")
-    recorded = recorded_curves({r["system"] for r in results})
+    recorded = recorded_curves({r["system"] for r in results}, args.recorded_since)
     plot(results, recorded, PICTURE)
     rows = [[r["system"], f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
              r["best"]["checkpoint"], f"{r['best']['wall_s'] / 60:.0f}", len(r["curve"]), f"{r['train_wall_s'] / 60:.1f}",
@@ -388,7 +391,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
     body = (bl.md_table(["system", "test2016 BLEU", "chrF", "best valid BLEU (greedy)", "checkpoint", "at minute",
                          "checkpoints", "train wall (min)", "commit", "trained beside"], rows)
             + f"\n\n![BLEU against wall time]({PICTURE.name})\n\n"
-            + ("Dashed in the picture, from earlier records (not re-run here): "
+            + (f"Dashed in the picture, from records written on or after {args.recorded_since} (not re-run here): "
                + ", ".join(f"{r['system']} {r['bleu']:.2f} ({r['date']} @ {r['commit']})" for r in recorded) + ".\n\n"
                if recorded else "")
             + "Each system trained on one core (taskset) for "
@@ -408,14 +411,13 @@ def report(args: argparse.Namespace, work: Path) -> None:
     recs = [{"bench": "quality_per_hour", "system": r["system"], "bleu": r["test"]["bleu"], "chrf": r["test"]["chrf"],
              "train_wall_s": round(r["train_wall_s"], 1), "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
              "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
-             "commit": r["commit"]} for r in results]
+             "hours": r["hours"], "cpu": bl.cpu_model(), "commit": r["commit"]} for r in results]
     # A report covers every run in WORK; a run recorded by an earlier report is not appended again
     # (identical rows would read as a second measurement).
     def run_key(x: dict) -> tuple:
         return x["system"], x["commit"], x["train_wall_s"], x["bleu"], x["chrf"]
 
-    done = {run_key(x) for x in map(json.loads, bl.RESULTS_JSONL.read_text(encoding="utf-8").splitlines())
-            if x.get("bench") == "quality_per_hour"} if bl.RESULTS_JSONL.is_file() else set()
+    done = {run_key(x) for x in bl.read_records("quality_per_hour")}
     bl.append_jsonl([rec for rec in recs if run_key(rec) not in done], {})
 
 
@@ -425,6 +427,8 @@ def main() -> None:
     ap.add_argument("--systems", nargs="+", choices=SYSTEMS, default=[], help="what to train and evaluate, side by side (one core each)")
     ap.add_argument("--hours", type=float, default=1.0, help="training wall time of each system (default: %(default)s)")
     ap.add_argument("--phase", choices=["train", "eval", "report"], default="train", help="train (then eval), eval only, or report")
+    ap.add_argument("--recorded-since", metavar="YYYY-MM-DD", help="report: also draw (dashed) the newest recorded run of each "
+                    "system not in WORK, from records written on or after this date (say from when they are comparable)")
     args = ap.parse_args()
     work = Path(args.work)
     bl.check_outside_repo(work)

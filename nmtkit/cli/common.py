@@ -14,7 +14,7 @@ import click
 
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.amp import AMP_CHOICES
-from nmtkit.utils.checks import at_least_message, at_most_message, one_of_message
+from nmtkit.utils.checks import at_least_message, at_most_message, finite_message, one_of_message
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
@@ -86,7 +86,7 @@ class Within(FiniteFloat):
 
         out = click.FLOAT.convert(value, param, ctx)  # not a number: click's own message
         if not math.isfinite(out):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
+            raise click.UsageError(finite_message(_flag_name(param), out), ctx)
         if self.min is not None and out < self.min:
             raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
         if self.max is not None and out > self.max:
@@ -122,6 +122,13 @@ def _stdout_to_devnull() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         pass  # not a real file descriptor (tests capture stdout)
+
+
+def exit_broken_pipe() -> None:
+    """The reader of stdout went away (``| head``): end quietly with status 141, as a shell reports
+    SIGPIPE (the README's exit-status table), whichever part of a command was printing."""
+    _stdout_to_devnull()
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 def _ignore_sigxfsz() -> None:
@@ -169,8 +176,7 @@ def handle_errors(prog: str) -> Callable:
                 _stdout_failed()
                 fail(prog, str(exc))
             except BrokenPipeError:
-                _stdout_to_devnull()
-                sys.exit(EXIT_BROKEN_PIPE)
+                exit_broken_pipe()
             except KeyboardInterrupt:
                 _stdout_failed()
                 click.echo(f"{prog}: interrupted", err=True)
@@ -265,8 +271,7 @@ class NmtkitCommand(click.Command):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except BrokenPipeError:  # an eager option's output (--list-archs | head): as handle_errors does,
-            _stdout_to_devnull()  # not click's silent exit status 1
-            sys.exit(EXIT_BROKEN_PIPE)
+            exit_broken_pipe()  # not click's silent exit status 1
         except OneLineUsageError:
             raise
         except click.UsageError as exc:

@@ -32,6 +32,16 @@ class LazyGroup(click.Group):
         use_utf8_stdio()
         return super().main(*args, **kwargs)
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except BrokenPipeError:  # ``nmtkit --help | head``: 141 as for every command, not click's status 1
+            from nmtkit.cli.common import exit_broken_pipe
+
+            exit_broken_pipe()
+            raise  # not reached: exit_broken_pipe exits
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(SUBCOMMANDS)
 

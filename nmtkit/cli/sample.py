@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import SEED, NmtkitCommand, console, handle_errors, run_console_script
+from nmtkit.cli.common import SEED, AtLeast, NmtkitCommand, console, handle_errors, run_console_script
 from nmtkit.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.sample.corpus import MAX_PAIRS
 from nmtkit.utils.textio import atomic_directory
@@ -20,11 +20,11 @@ PROG = "nmtkit-sample"
 @click.option("--out", "out_dir", required=True, metavar="DIR",
               help="Directory for train/valid/test.{en,de,align}; must be new or empty.")
 @click.option("--seed", default=1, show_default=True, type=SEED, help="Random seed; same seed, same files.")
-@click.option("--train", "n_train", default=20000, show_default=True, type=click.IntRange(1, MAX_PAIRS),
+@click.option("--train", "n_train", default=20000, show_default=True, type=AtLeast(1, MAX_PAIRS),
               help="Training sentence pairs.")
-@click.option("--valid", "n_valid", default=500, show_default=True, type=click.IntRange(1, MAX_PAIRS),
+@click.option("--valid", "n_valid", default=500, show_default=True, type=AtLeast(1, MAX_PAIRS),
               help="Validation sentence pairs.")
-@click.option("--test", "n_test", default=500, show_default=True, type=click.IntRange(1, MAX_PAIRS),
+@click.option("--test", "n_test", default=500, show_default=True, type=AtLeast(1, MAX_PAIRS),
               help="Test sentence pairs.")
 @click.option("--overwrite", is_flag=True, help="Replace --out if it holds a corpus nmtkit sample wrote (never another directory).")
 @handle_errors(PROG)

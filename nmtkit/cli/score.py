@@ -32,9 +32,9 @@ from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
-from nmtkit.evaluate.scoring import display_name as _display, score_files
+from nmtkit.evaluate.scoring import score_files
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
-from nmtkit.utils.stdio import is_stdio
+from nmtkit.utils.stdio import input_name, is_stdio
 
 PROG = "nmtkit-score"
 
@@ -136,7 +136,7 @@ def _text_json(names: list[str], sys_files: list[str], metric_names: list[str],
     for k, (name, path) in enumerate(zip(names, sys_files)):
         entry: dict[str, Any] = {
             "label": name,
-            "file": _display(path),
+            "file": input_name(path),
             "scores": {m: {"name": r.name, "score": r.score, "signature": r.signature, "details": r.details}
                        for m, r in corpus[k].items()},
         }

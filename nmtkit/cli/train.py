@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from nmtkit.cli.common import (SEED, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
+from nmtkit.cli.common import (SEED, AtLeast, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
                                device_options, handle_errors, parse_device, run_console_script)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.generate.search_options import LIMITS as SEARCH_LIMITS
@@ -83,7 +83,7 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--loss-norm", type=click.Choice(["token", "sentence"]), help="[token; paper presets sentence] Average the loss over target tokens, or sum it per sentence and average over sentences (the papers).")
 @click.option("--update-freq", default=1, show_default=True, type=click.IntRange(min=1), help="Accumulate gradients over N batches per update.")
 @click.option("--eval-bleu", is_flag=True, help="After each validation, translate the valid split and log cased detokenized BLEU.")
-@click.option("--eval-bleu-beam", default=5, show_default=True, type=click.IntRange(min=1, max=SEARCH_LIMITS["--beam"]))
+@click.option("--eval-bleu-beam", default=5, show_default=True, type=AtLeast(1, SEARCH_LIMITS["--beam"]))
 @click.option("--eval-bleu-max-sentences", default=0, show_default=True, type=click.IntRange(min=0), help="Translate only the first N valid sentences (0: all).")
 @click.option("--best-checkpoint-metric", type=click.Choice(["loss", "bleu"]), default="loss", show_default=True, help="What checkpoint_best.pt, --patience and the plateau schedule follow (bleu needs --eval-bleu).")
 @click.option("--ema-decay", default=0.0, show_default=True, type=FiniteFloat(0, 1, max_open=True),

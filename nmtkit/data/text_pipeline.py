@@ -93,12 +93,12 @@ def read_bpe_codes(path: str | os.PathLike) -> str:
     return text
 
 
-
 def codes_checksum(codes_text: str) -> str:
     """SHA-256 of BPE codes as :func:`read_bpe_codes` returns them: ``meta.json`` keeps it, so a
     codes file cut short or edited after preprocessing (fewer merges: a segmentation the
     binarized data was not made with) is refused instead of trained and shipped in checkpoints."""
     return hashlib.sha256(codes_text.encode("utf-8")).hexdigest()
+
 
 def check_bpe_codes(text: str, name: str) -> None:
     """Every merge line must hold two units, as subword-nmt requires: it would otherwise print

@@ -33,11 +33,6 @@ from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 DEFAULT_METRICS = ("bleu", "chrf")
 
 
-def display_name(path: str) -> str:
-    """How a file is named in messages and results (``-`` is standard input)."""
-    return input_name(path)
-
-
 def _metric_list(metrics: Union[str, Sequence[str], None]) -> list[str]:
     if metrics is None:
         return list(DEFAULT_METRICS)
@@ -96,10 +91,10 @@ def read_score_inputs(sys_files: Sequence[str], ref_files: Sequence[str],
     systems = [read_lines(s) for s in sys_files]
     refs = [read_lines(r) for r in ref_files]
     src = read_lines(src_file) if src_file is not None else None
-    paths = [display_name(p) for p in list(sys_files) + list(ref_files)]
+    paths = [input_name(p) for p in list(sys_files) + list(ref_files)]
     counts = [len(x) for x in systems + refs]
     if src is not None:
-        paths.append(display_name(src_file))
+        paths.append(input_name(src_file))
         counts.append(len(src))
     check_parallel(paths, counts)
     return systems, refs, src
@@ -140,7 +135,7 @@ def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
     else:  # one chunk of every file in memory at a time
         paths = [*sys_files, *ref_files, *([src_file] if src_file is not None else [])]
         refuse_stdin_twice([*[("--sys", s) for s in sys_files], *[("--ref", r) for r in ref_files], ("--src", src_file)])
-        chunks = iter_parallel_chunks(paths, SCORE_CHUNK_LINES, names=[display_name(p) for p in paths])
+        chunks = iter_parallel_chunks(paths, SCORE_CHUNK_LINES, names=[input_name(p) for p in paths])
     corpus = [{m: CorpusAccumulator(m, **opts) for m in metric_names} for _ in sys_files]
     lengths = [LengthBucketAccumulator(edges, **opts) for _ in sys_files] if by_length else None
     sentences: Optional[list[list[dict[str, float]]]] = [[] for _ in sys_files] if sentence_level else None

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Union
 from nmtkit.data.dictionary import EOS_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.metrics import perplexity
-from nmtkit.evaluate.scoring import display_name
+from nmtkit.utils.stdio import input_name
 from nmtkit.generate.bundle import ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.forced import ForcedResult, score_corpus
@@ -70,7 +70,7 @@ class Scorer:
     def score_files(self, source: str, target: str) -> ModelScores:
         """Raw source/target files (``-``: standard input), line by line."""
         src_lines, tgt_lines = read_lines(source), read_lines(target)
-        check_parallel([display_name(source), display_name(target)], [len(src_lines), len(tgt_lines)])
+        check_parallel([input_name(source), input_name(target)], [len(src_lines), len(tgt_lines)])
         return self.score_lines(src_lines, tgt_lines)
 
     def score_lines(self, src_lines: Sequence[str], tgt_lines: Sequence[str]) -> ModelScores:

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from nmtkit.errors import NmtkitError
-from nmtkit.utils.checks import require_at_least, require_at_most, require_choice
+from nmtkit.utils.checks import finite_message, require_at_least, require_at_most, require_choice
 
 #: Length penalty forms (see :mod:`nmtkit.generate.beam`).
 LENPEN_FORMS = ("fairseq", "gnmt")
@@ -30,7 +30,7 @@ def check_search_options(o: "SearchOptions") -> None:
     require_at_least("--max-len-b", o.max_len_b, 0)
     for flag, value in (("--max-len-a", o.max_len_a), ("--lenpen", o.lenpen), ("--unkpen", o.unkpen)):
         if not math.isfinite(value):
-            raise NmtkitError(f"{flag} must be a finite number, got {value}")
+            raise NmtkitError(finite_message(flag, value))
     require_at_least("--max-len-a", o.max_len_a, 0)
     for flag, value in (("--beam", o.beam), ("--max-len-a", o.max_len_a), ("--max-len-b", o.max_len_b)):
         require_at_most(flag, value, LIMITS[flag])

@@ -127,10 +127,13 @@ def coerce_option(name: str, expected: Any, value: Any) -> Any:
             raise bad
         try:
             out = float(value.strip() if isinstance(value, str) else value)
-        except (ValueError, OverflowError):  # OverflowError: an int beyond any float (JSON 1 followed by 400 zeros)
+        except ValueError:
             raise bad from None
+        except OverflowError:  # an int beyond any float (JSON 1 followed by 400 zeros): said short
+            out = math.inf
         if not math.isfinite(out):  # NaN passes every range check (and nan != nan broke the preset check)
-            raise NmtkitError(f"option {name} expects a finite number, got {value!r}")
+            shown = f"{value!r}" if len(repr(value)) <= 40 else f"{repr(value)[:37]}..."
+            raise NmtkitError(f"option {name} expects a finite number, got {shown}")
         return out
     if expected is str:
         if isinstance(value, str):

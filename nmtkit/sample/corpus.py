@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from nmtkit.errors import NmtkitError
-from nmtkit.utils.checks import require_at_most
 from nmtkit.sample.grammar import KINDS, Grammar, weighted_choice
 from nmtkit.sample.lexicon import ADJECTIVES, NOUNS, VERBS, build_names
 from nmtkit.sample.tokens import Example
+from nmtkit.utils.checks import require_at_least, require_at_most
 from nmtkit.utils.textio import atomic_write, read_lines
 
 
@@ -76,9 +76,10 @@ def is_sample_corpus(path: str | Path) -> bool:
     return bool(names) and names <= CORPUS_FILES
 
 
-#: The most pairs of one split: a sample corpus is held in memory while drawn (and its distinct
-#: sentences are finite); ``--train 10**12`` grew until the machine ran out of memory.
-MAX_PAIRS = 10_000_000
+#: The most pairs of one split: a sample corpus is a test corpus, and the English sentences drawn
+#: are remembered (valid and test repeat none of them); ``--train 10**12`` grew until the machine ran
+#: out of memory.
+MAX_PAIRS = 1_000_000
 
 
 def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_valid: int = 500,
@@ -86,11 +87,10 @@ def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_
     """Write ``{train,valid,test}.{en,de,align}`` under ``out_dir``; return lines per split.
 
     Valid and test use names never seen in training (most of their names) and never
-    repeat an English sentence of train (or of each other).
+    repeat an English sentence of train (or of each other).  Each pair is written as it is drawn.
     """
     for what, n in (("train", n_train), ("valid", n_valid), ("test", n_test)):
-        if n < 1:
-            raise NmtkitError(f"--{what} must be at least 1, got {n}")
+        require_at_least(f"--{what}", n, 1)
         require_at_most(f"--{what}", n, MAX_PAIRS)
     train_names, valid_names, test_names = split_names(seed)
     out = Path(out_dir)
@@ -100,26 +100,23 @@ def generate_corpus(out_dir: str | Path, seed: int = 1, n_train: int = 20000, n_
     for split, n, new_names in plan:
         rng = random.Random(f"nmtkit-sample:{seed}:{split}")
         stream = iter_pairs(rng, train_names, new_names, NEW_NAME_RATE if new_names else 0.0)
-        rows: list[Example] = []
-        tries = 0
-        while len(rows) < n:
-            ex = next(stream)
-            tries += 1
-            key = " ".join(ex.en)
-            if split != "train":
-                if key in seen:
+        tries = written = 0
+        with atomic_write(out / f"{split}.en") as f_en, atomic_write(out / f"{split}.de") as f_de, \
+                atomic_write(out / f"{split}.align") as f_al:
+            while written < n:
+                ex = next(stream)
+                tries += 1
+                key = " ".join(ex.en)
+                if split != "train" and key in seen:
                     if tries > 50 * n + 1000:
                         raise NmtkitError(f"could not draw {n} distinct {split} sentences")
                     continue
-            seen.add(key)
-            rows.append(ex)
-        with atomic_write(out / f"{split}.en") as f_en, atomic_write(out / f"{split}.de") as f_de, \
-                atomic_write(out / f"{split}.align") as f_al:
-            for ex in rows:
-                f_en.write(" ".join(ex.en) + "\n")
+                seen.add(key)
+                f_en.write(key + "\n")
                 f_de.write(" ".join(ex.de) + "\n")
                 f_al.write(format_links(ex.links) + "\n")
-        counts[split] = len(rows)
+                written += 1
+        counts[split] = written
     return counts
 
 

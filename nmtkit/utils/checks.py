@@ -23,6 +23,11 @@ def at_most_message(name: str, value: object, high: float) -> str:
     return f"{name} must be <= {high:g}, got {value}" if isinstance(high, float) else f"{name} must be <= {high}, got {value}"
 
 
+def finite_message(name: str, value: object) -> str:
+    """``name must be a finite number, got nan``."""
+    return f"{name} must be a finite number, got {value}"
+
+
 def one_of_message(name: str, value: object, choices: Iterable[str]) -> str:
     """``name must be one of a, b; got 'x'``."""
     return f"{name} must be one of {', '.join(choices)}; got {value!r}"

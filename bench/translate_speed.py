@@ -174,6 +174,10 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict) -> tu
             nf = ("nmtkit", fastest["nmtkit", t])
             todo += [(nf, ("marian", fastest["marian", t]), "fastest against fastest")] if ("marian", t) in fastest else []
             todo += [(nf, ("opennmt", "fp32"), "nmtkit's fastest against OpenNMT-py's float32")]
+        # every fast path against nmtkit's own float32 on the same model: what each costs in BLEU and
+        # gains in speed, recorded even on a day the peers were not run
+        todo += [(("nmtkit", path), ("nmtkit", "fp32"), "fast path against nmtkit's own float32")
+                 for path in PATHS["nmtkit"] if path != "fp32"]
         for (atk, apath), (btk, bpath), what in todo:
             a, b = by.get((atk, apath, t)), by.get((btk, bpath, t))
             if not a or not b:

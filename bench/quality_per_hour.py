@@ -41,9 +41,12 @@ wall time of a checkpoint is its file time less the start of training.  Tune on 
 
 Phases: ``train`` (then ``eval``) for ``--systems``; ``report`` draws ``bench/quality_per_hour.png``
 from every system evaluated so far and, with ``--record``, writes RESULTS.md and results.jsonl.
+``--recorded-since DATE`` also draws, dashed, the newest record of each system not in WORK written on
+or after DATE (for a WORK that re-ran only some systems; the reporter says from when the records are
+comparable: one host ran the same training at half the other's speed).
 
     python bench/quality_per_hour.py --work /root/qph --systems nmtkit-bf16 marian --hours 1
-    python bench/quality_per_hour.py --work /root/qph --phase report --record
+    python bench/quality_per_hour.py --work /root/qph --phase report --record [--recorded-since 2026-11-25]
 """
 from __future__ import annotations
 

@@ -388,3 +388,37 @@ def test_bpe_codes_cut_short_after_preprocessing_are_refused_in_one_line(tiny_pa
     (dest / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     res = CliRunner().invoke(train, args)
     assert res.exit_code == 0, res.output
+
+
+_SIGNAL_WHILE_IMPORTING_TORCH = """
+import os, signal, sys
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "{at}":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.{sig})
+        return None
+sys.meta_path.insert(0, Hook())
+sys.argv[0] = "nmtkit-train"
+from {module} import main
+main()
+"""
+
+
+@pytest.mark.parametrize("module, argv", [("nmtkit.cli.train", []), ("nmtkit.cli.main", ["train"])])
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("at", ["torch", "numpy"])
+def test_a_signal_while_train_imports_torch_is_an_interrupt(tmp_path, module, argv, sig, at):
+    """``nmtkit-train`` imports torch and every model when its module loads (its model options are
+    the models'), about a second before the command runs: a Ctrl-C then was a KeyboardInterrupt
+    traceback (through ``nmtkit train``, a half-imported numpy's AttributeError or click's
+    ``Aborted!``, status 1), a SIGTERM a death by the signal.  One during numpy's import, which
+    torch's C start-up does and whose errors it swallows, was lost: the run went on."""
+    import subprocess
+    import sys
+
+    code = _SIGNAL_WHILE_IMPORTING_TORCH.format(sig=sig, module=module, at=at)
+    proc = subprocess.run([sys.executable, "-c", code, *argv, str(tmp_path / "bin")], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "nmtkit-train: interrupted\n"

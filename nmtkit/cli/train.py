@@ -6,13 +6,18 @@ import sys
 import click
 
 from nmtkit.cli.common import (SEED, AtLeast, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
-                               device_options, handle_errors, parse_device, run_console_script)
+                               device_options, handle_errors, interrupts_while_loading, parse_device,
+                               run_console_script)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.generate.search_options import LIMITS as SEARCH_LIMITS
-from nmtkit.train.optim import SCHEDULES
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 
 PROG = "nmtkit-train"
+
+with interrupts_while_loading(PROG):  # torch and every model: the option declarations below need them
+    import numpy  # noqa: F401  first: torch's C start-up imports it and swallows any error, an interrupt too
+    import nmtkit.models  # noqa: F401
+    from nmtkit.train.optim import SCHEDULES
 
 _ALL_ARCHS = "\0all"  # --list-archs without a NAME
 

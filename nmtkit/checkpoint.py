@@ -73,6 +73,16 @@ def epoch_checkpoints(save_dir: str | os.PathLike) -> list[Path]:
     return [p for _, p in sorted(numbered)]
 
 
+def not_a_checkpoint_file(path: str) -> str:
+    """Why ``path`` (no regular file) cannot be a checkpoint: absent, a directory, or a device,
+    pipe or socket (read once, where a checkpoint is read several times)."""
+    if not os.path.exists(path):
+        return "no such checkpoint file"
+    if os.path.isdir(path):
+        return "is a directory, not a checkpoint file"
+    return "is not a regular file (a device, pipe or socket), so not a checkpoint file"
+
+
 def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:
     """Read a checkpoint; a missing, truncated or foreign file is a one-line :class:`NmtkitError`.
 
@@ -80,7 +90,7 @@ def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any
     state tensors, and mapped ones would keep the replaced checkpoint's disk space for the whole run."""
     p = Path(path)
     if not p.is_file():
-        raise NmtkitError(f"{p}: no such checkpoint")
+        raise NmtkitError(f"{p}: {not_a_checkpoint_file(str(p))}")
     # one open file for every read: a checkpoint replaced meanwhile (the trainer saving the one a
     # translate run is loading) must not mix the old file's bytes with the new one's checksums
     with open(p, "rb") as fh:

@@ -146,3 +146,18 @@ def test_long_differing_values_are_named_not_printed(tmp_path):
         average_checkpoints([a, c])
     message = str(exc.value)
     assert "src_pipeline.bpe_codes_text: " in message and "None in " in message and ", a text of 200,014 characters in " in message and len(message) < 500
+
+
+def test_a_directory_among_the_inputs_is_named_as_one(tmp_path):
+    """``--inputs DIR`` said "no such checkpoint" of a directory that exists; checkpoints are named
+    the same way everywhere (``checkpoint.not_a_checkpoint_file``), and nothing is written."""
+    ck = make_checkpoint(tmp_path / "c0.pt")
+    adir = tmp_path / "adir"
+    adir.mkdir()
+    out = tmp_path / "avg.pt"
+    res = run_average("--inputs", str(ck), str(adir), "-o", str(out))
+    assert res.exit_code == 1, res.output
+    assert res.output.strip() == f"nmtkit-average: error: {adir}: is a directory, not a checkpoint file"
+    assert not out.exists()
+    res = run_average("--inputs", str(ck), "-o", str(out))
+    assert res.exit_code == 0 and "averaged 1 checkpoint (" in res.output, res.output

@@ -149,10 +149,20 @@ def test_invalid_utf8_names_file_and_line(files: dict[str, str], tmp_path: Path)
     fails_with(["--sys", bad, "--ref", files["ref"]], f"{bad}:3: invalid UTF-8")
 
 
+@pytest.mark.parametrize("spec, fragment", [("bleu,meteor", "unknown metric 'meteor'"), ("bleu,bleu", "listed twice"),
+                                            (",", "no metric given")])
+def test_a_metric_list_that_does_not_parse_is_a_usage_error(files: dict[str, str], spec: str, fragment: str) -> None:
+    """Refused when parsed, exit 2 as for any value out of range (the README's table), before any file is read."""
+    res = run(["--sys", files["hyp"], "--ref", files["ref"], "--metrics", spec])
+    assert res.exit_code == 2, res.output
+    err = res.stderr.strip()
+    assert err.startswith("nmtkit-score: error: --metrics: ") and "\n" not in err and fragment in err, err
+    assert res.stdout == ""
+
+
 def test_missing_file_and_option_errors(files: dict[str, str]) -> None:
     fails_with(["--sys", "nope.txt", "--ref", files["ref"]], "nope.txt: no such file")
     fails_with(["--sys", files["hyp"]], "--ref")
-    fails_with(["--sys", files["hyp"], "--ref", files["ref"], "--metrics", "bleu,meteor"], "unknown metric 'meteor'")
     fails_with(["--sys", files["hyp"], "--ref", files["ref"], "--paired-bootstrap"], "exactly two --sys")
     fails_with(["--sys", files["hyp"], "--sys", files["hyp2"], "--ref", files["ref"], "--labels", "a"], "--labels")
     fails_with(["--sys", files["hyp"], "--ref", files["ref"], "--by-length", "--buckets", "20,10"], "increasing")

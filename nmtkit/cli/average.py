@@ -17,7 +17,7 @@ PROG = "nmtkit-average"
 @click.option("--last", type=click.IntRange(min=1), help="Average the last N checkpoint{epoch}.pt files of --save-dir.")
 @click.option("--save-dir", type=click.Path(file_okay=False), help="Training directory for --last.")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="Where to write the averaged checkpoint.")
-@click.argument("more", nargs=-1, type=click.Path(dir_okay=False))
+@click.argument("more", nargs=-1, metavar="[CHECKPOINT]...")  # checked as --inputs are, in the same words
 @handle_errors(PROG)
 def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, output: str, more: tuple[str, ...]) -> None:
     """Average checkpoints: --inputs a.pt b.pt ... or --last N --save-dir DIR, written to -o.
@@ -45,7 +45,7 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
                           "give the average another name (e.g. checkpoint_avg.pt)")
     payload = average_checkpoints(paths)
     save_checkpoint(output, payload)
-    console.print(f"averaged {len(paths)} checkpoints ({', '.join(paths)}) -> {output}")
+    console.print(f"averaged {len(paths)} checkpoint{'s' if len(paths) != 1 else ''} ({', '.join(paths)}) -> {output}")
 
 
 def main() -> None:

@@ -200,12 +200,30 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
               "src_file", "buckets", "plot", "labels", "paired_bootstrap")
 
 
+
+class MetricList(click.ParamType):
+    """``--metrics``: names checked when the command line is parsed, a usage error (exit 2) in
+    the library's words (:func:`nmtkit.evaluate.metrics.parse_metric_names`), like any other
+    value out of range; the library checks the same for callers from Python."""
+
+    name = "list"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        from nmtkit.evaluate.metrics import parse_metric_names
+
+        try:
+            parse_metric_names(value)
+        except NmtkitError as exc:
+            raise click.UsageError(f"--metrics: {exc}", ctx) from None
+        return value
+
 @click.command("score", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--sys", "sys_files", multiple=True, metavar="FILE",
               help="System output, one sentence per line (repeatable; default: stdin).")
 @click.option("--ref", "ref_files", multiple=True, metavar="FILE",
               help="Reference translations (repeat for multiple references).")
-@click.option("--metrics", default=None, metavar="LIST", help="Comma-separated: bleu,chrf,ter  [default: bleu,chrf]")
+@click.option("--metrics", default=None, metavar="LIST", type=MetricList(),
+              help="Comma-separated: bleu,chrf,ter  [default: bleu,chrf]")
 @click.option("--tokenized", is_flag=True,
               help="BLEU on already tokenized text, whitespace-split only (multi-bleu style, as the papers report).")
 @click.option("--lowercase", "-lc", is_flag=True, help="Case-insensitive scoring.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Sequence, Union
 
+from nmtkit.checkpoint import not_a_checkpoint_file
 from nmtkit.errors import InputError, NmtkitError
 
 PathsLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
@@ -45,15 +46,5 @@ def checkpoint_paths(paths: PathsLike) -> list[str]:
         raise NmtkitError("--path needs at least one checkpoint file")
     for p in items:
         if not os.path.isfile(p):
-            raise InputError(p, None, _not_a_checkpoint_file(p))
+            raise InputError(p, None, not_a_checkpoint_file(p))
     return items
-
-
-def _not_a_checkpoint_file(path: str) -> str:
-    """Why ``path`` (no regular file) cannot be a checkpoint: absent, a directory, or a device,
-    pipe or socket (read once, where a checkpoint is read several times)."""
-    if not os.path.exists(path):
-        return "no such checkpoint file"
-    if os.path.isdir(path):
-        return "is a directory, not a checkpoint file"
-    return "is not a regular file (a device, pipe or socket), so not a checkpoint file"

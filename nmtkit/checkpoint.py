@@ -21,6 +21,7 @@ from nmtkit import __version__
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.text_pipeline import TextPipeline, check_bpe_codes
 from nmtkit.errors import NmtkitError
+from nmtkit.utils.checks import not_a_checkpoint_file
 from nmtkit.utils.schema import Choice, DictOf, ListOf, Nullable, validate
 from nmtkit.utils.textio import atomic_write
 
@@ -71,16 +72,6 @@ def epoch_checkpoints(save_dir: str | os.PathLike) -> list[Path]:
     name: checkpoint10 comes after checkpoint9)."""
     numbered = [(n, p) for p in Path(save_dir).glob("checkpoint*.pt") if (n := epoch_number(p)) is not None]
     return [p for _, p in sorted(numbered)]
-
-
-def not_a_checkpoint_file(path: str) -> str:
-    """Why ``path`` (no regular file) cannot be a checkpoint: absent, a directory, or a device,
-    pipe or socket (read once, where a checkpoint is read several times)."""
-    if not os.path.exists(path):
-        return "no such checkpoint file"
-    if os.path.isdir(path):
-        return "is a directory, not a checkpoint file"
-    return "is not a regular file (a device, pipe or socket), so not a checkpoint file"
 
 
 def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def test_every_command_turns_sigterm_into_an_interrupt():
 @pytest.mark.slow
 def test_sample_sigterm_exits_130_and_leaves_no_temporary_directory(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.main", "sample", "--out", str(tmp_path / "s"),
-                             "--train", "100000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--train", "1000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while time.time() < deadline and not _hidden(tmp_path):
         time.sleep(0.02)  # the temporary directory appears once writing begins

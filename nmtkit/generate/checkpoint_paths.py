@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import Sequence, Union
 
-from nmtkit.checkpoint import not_a_checkpoint_file
 from nmtkit.errors import InputError, NmtkitError
+from nmtkit.utils.checks import not_a_checkpoint_file
 
 PathsLike = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 

@@ -7,6 +7,7 @@ on its own.  No click and no torch here: the library imports this.
 """
 from __future__ import annotations
 
+import os
 from typing import Iterable
 
 from nmtkit.errors import NmtkitError
@@ -50,3 +51,13 @@ def require_at_most(name: str, value: float, high: float) -> None:
 def require_choice(name: str, value: str, choices: Iterable[str]) -> None:
     choices = tuple(choices)
     require(value in choices, one_of_message(name, value, choices))
+
+
+def not_a_checkpoint_file(path: str) -> str:
+    """Why ``path`` (no regular file) cannot be a checkpoint: absent, a directory, or a device,
+    pipe or socket (read once, where a checkpoint is read several times)."""
+    if not os.path.exists(path):
+        return "no such checkpoint file"
+    if os.path.isdir(path):
+        return "is a directory, not a checkpoint file"
+    return "is not a regular file (a device, pipe or socket), so not a checkpoint file"

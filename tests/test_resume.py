@@ -341,6 +341,20 @@ def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
     assert len(lines) == 1 and "not a resumable training checkpoint" in lines[0] and "checkpoint_last.pt" in lines[0]
 
 
+def test_a_dangling_checkpoint_last_link_is_named_as_one(data_dir, tmp_path):
+    """A checkpoint_last.pt that is a link to a removed file was listed among the checkpoints the
+    directory "holds", and then said to be missing."""
+    save = tmp_path / "c"
+    save.mkdir()
+    (save / "checkpoint_last.pt").symlink_to(tmp_path / "gone.pt")
+    res = run_train(data_dir, save, "--max-update", "1")
+    assert res.exit_code == 1
+    assert res.output.strip() == (f"nmtkit-train: error: {save / 'checkpoint_last.pt'} is a symbolic link to "
+                                  f"{tmp_path / 'gone.pt'}, which does not exist: restore the checkpoint it points "
+                                  "to, or remove the link to start over")
+    assert (save / "checkpoint_last.pt").is_symlink() and not (save / LOCK_NAME).exists()
+
+
 def test_a_save_dir_with_checkpoints_but_no_last_one_is_refused_not_overwritten(data_dir, tmp_path):
     save = tmp_path / "c"
     assert run_train(data_dir, save, "--max-epoch", "1").exit_code == 0

@@ -103,6 +103,9 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
         for path in remove_stale_temps(trainer.save_dir):
             trainer.console.print(f"removed {path} (a temporary file left by a killed run)")
     if not last.exists():
+        if last.is_symlink():  # a link whose target is gone: neither a run to resume nor an empty directory
+            raise NmtkitError(f"{last} is a symbolic link to {last.readlink()}, which does not exist: "
+                              "restore the checkpoint it points to, or remove the link to start over")
         _refuse_another_runs_checkpoints(trainer.save_dir)
         trainer.run_log.prune(0, None)  # a run starting over redoes every update of an old log
         return None

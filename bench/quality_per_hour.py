@@ -217,7 +217,7 @@ def train_one(args: argparse.Namespace, system: str, core: int, dest: Path, txt:
     wall = time.time() - start
     info = {"system": system, "start": start, "train_wall_s": wall, "rc": proc.wait(), "core": core,
             "cmds": [shlex.join(map(str, c)) for c in cmds], "env": env, "commit": bl.git_commit(),
-            "hours": args.hours}
+            "hours": args.hours, "cpu": bl.cpu_model()}
     if info["rc"] != 0 and not (stopped and info["rc"] in (-signal.SIGTERM, 143)):  # a crash, not our deadline
         sys.exit(f"{system}: training failed with status {info['rc']}; see {w / 'train.log'}")
     done.write_text(json.dumps(info, indent=2) + "\n")
@@ -414,7 +414,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
     recs = [{"bench": "quality_per_hour", "system": r["system"], "bleu": r["test"]["bleu"], "chrf": r["test"]["chrf"],
              "train_wall_s": round(r["train_wall_s"], 1), "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
              "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
-             "hours": r["hours"], "cpu": bl.cpu_model(), "commit": r["commit"]} for r in results]
+             "hours": r["hours"], "cpu": r.get("cpu"), "commit": r["commit"]} for r in results]  # the training machine's
     # A report covers every run in WORK; a run recorded by an earlier report is not appended again
     # (identical rows would read as a second measurement).
     def run_key(x: dict) -> tuple:

@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, NoReturn, Optional
 
 import click
 
@@ -23,7 +23,8 @@ from nmtkit.utils.signals import sigterm_as_interrupt
 from nmtkit.utils.stdio import STDOUT_NAME, use_utf8_stdio
 
 __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
-           "interrupts_while_loading", "SEED", "AtLeast", "Within", "OneOf", "device_options", "batching_options", "search_options", "set_threads"]
+           "interrupts_while_loading", "exit_broken_pipe", "SEED", "AtLeast", "Within", "OneOf", "device_options",
+           "batching_options", "search_options", "set_threads"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
@@ -125,7 +126,7 @@ def _stdout_to_devnull() -> None:
         pass  # not a real file descriptor (tests capture stdout)
 
 
-def exit_broken_pipe() -> None:
+def exit_broken_pipe() -> NoReturn:
     """The reader of stdout went away (``| head``): end quietly with status 141, as a shell reports
     SIGPIPE (the README's exit-status table), whichever part of a command was printing."""
     _stdout_to_devnull()

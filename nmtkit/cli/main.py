@@ -40,7 +40,6 @@ class LazyGroup(click.Group):
             from nmtkit.cli.common import exit_broken_pipe
 
             exit_broken_pipe()
-            raise  # not reached: exit_broken_pipe exits
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(SUBCOMMANDS)

@@ -200,7 +200,6 @@ _TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "se
               "src_file", "buckets", "plot", "labels", "paired_bootstrap")
 
 
-
 class MetricList(click.ParamType):
     """``--metrics``: names checked when the command line is parsed, a usage error (exit 2) in
     the library's words (:func:`nmtkit.evaluate.metrics.parse_metric_names`), like any other
@@ -216,6 +215,7 @@ class MetricList(click.ParamType):
         except NmtkitError as exc:
             raise click.UsageError(f"--metrics: {exc}", ctx) from None
         return value
+
 
 @click.command("score", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--sys", "sys_files", multiple=True, metavar="FILE",

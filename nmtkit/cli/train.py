@@ -114,6 +114,9 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--train-subset", default="train", show_default=True)
 @click.option("--valid-subset", default="valid", show_default=True)
 @device_options()
+@click.option("--cuda-graphs", is_flag=True, help="On CUDA, replay each batch shape's decoder step loop (forward and "
+              "backward) as a CUDA graph, batches padded to buckets (Luong with input feeding, RNNsearch; "
+              "bench/README.md, \"GPU\").")
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
 @click.option("--reset-optimizer", is_flag=True, help="Resume with a fresh optimizer (allows another --optimizer).")
 @click.option("--reset-lr-scheduler", is_flag=True, help="Resume with a fresh lr schedule, lr back at --lr (allows another --lr-schedule).")

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Optional
+from typing import TYPE_CHECKING, Callable, ClassVar, Optional
 
 from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from nmtkit.models.loop_graphs import LoopGraphs
 
 DecoderState = dict[str, Tensor]
 
@@ -88,6 +91,9 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     #: recurrent state (Luong's ``W_c`` under input feeding): ``--quantize int8`` keeps them in
     #: bf16, since int8 rounding there compounds over the steps (nmtkit.generate.quantize).
     feedback_layers: tuple[str, ...] = ()
+    #: CUDA graphs of the teacher-forced step loop (nmtkit.models.loop_graphs), attached by the
+    #: trainer with ``--cuda-graphs``; None: the loop runs eagerly.
+    loop_graphs: Optional["LoopGraphs"] = None
 
     def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__()

@@ -50,8 +50,17 @@ from nmtkit.models.common import (
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
 from nmtkit.models.gemm import Linear, LoopWeight, linear, lstm_update, tanh
+from nmtkit.models.loop_graphs import LoopSpec
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
+
+
+#: The roles of :meth:`LuongModel._graph_feed_loop`'s tensors, without and with precomputed keys.
+_FEED_INPUTS = (("B", "T", None), ("B", None, None), ("B", None, None), ("B", None), ("B", "S", None), ("B", "S"))
+FEED_LOOP_SPECS = {
+    False: LoopSpec(_FEED_INPUTS, (("B", "T", None), ("B", "T", "S")), mask=5),
+    True: LoopSpec(_FEED_INPUTS + (("B", "S", None),), (("B", "T", None), ("B", "T", "S")), mask=5),
+}
 
 
 @dataclass
@@ -260,6 +269,26 @@ class LuongModel(Seq2SeqModel):
         return torch.log_softmax(logits.float(), dim=-1), attn, new_state
 
     def _feed_loop(
+        self, emb: Tensor, state: DecoderState, enc: EncoderOutput, keep_tops: bool = False
+    ) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        """:meth:`_feed_steps`, through :attr:`loop_graphs` where they apply (training on CUDA)."""
+        graphs = self.loop_graphs
+        if graphs is None or keep_tops or not graphs.applies(emb):
+            return self._feed_steps(emb, state, enc, keep_tops)
+        keys = enc.extra.get("keys")
+        inputs = (emb, state["h"], state["c"], state["feed"], enc.states, enc.mask) + (() if keys is None else (keys,))
+        htilde, attn = graphs.run(self, "_graph_feed_loop", FEED_LOOP_SPECS[keys is not None], inputs)
+        return htilde, attn, None
+
+    def _graph_feed_loop(self, emb: Tensor, h: Tensor, c: Tensor, feed: Tensor, states: Tensor, mask: Tensor,
+                         keys: Optional[Tensor] = None) -> tuple[Tensor, Tensor]:
+        """:meth:`_feed_steps` on tensors alone, the form :class:`LoopGraphs` captures."""
+        enc = EncoderOutput(states=states, mask=mask, extra={} if keys is None else {"keys": keys})
+        htilde, attn, _ = self._feed_steps(emb, {"h": h, "c": c, "feed": feed}, enc)
+        assert attn is not None  # input feeding implies attention
+        return htilde, attn
+
+    def _feed_steps(
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput, keep_tops: bool = False
     ) -> tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
         """Teacher-forced input-feeding decoder over all steps -> (h~ ``[B, T, H]``, attention,

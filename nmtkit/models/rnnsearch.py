@@ -34,8 +34,14 @@ from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_p
 from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.gemm import Linear, LoopWeight, linear, tanh
+from nmtkit.models.loop_graphs import LoopSpec
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
 from nmtkit.models.registry import register_model
+
+
+#: The roles of :meth:`RNNSearchModel._steps`' tensors (emb, s_0, states, mask, keys -> prev tops, outputs, attention).
+STEPS_SPEC = LoopSpec((("B", "T", None), ("B", None, None), ("B", "S", None), ("B", "S"), ("B", "S", None)),
+                      (("B", "T", None), ("B", "T", None), ("B", "T", "S")), mask=3)
 
 
 @dataclass
@@ -137,17 +143,30 @@ class RNNSearchModel(Seq2SeqModel):
         previous top states ``s_{i-1}`` ``[B, T, H]``, maxout outputs ``t_i`` ``[B, T, M]``,
         decoder attention ``[B, T, S]``)."""
         enc = self.encode(src_tokens, src_lengths)
-        state = self.init_decoder_state(enc)
+        s0 = self.init_decoder_state(enc)["s"]
         emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
+        graphs = self.loop_graphs
+        if graphs is not None and graphs.applies(emb):
+            prev_tops, outs, attn = graphs.run(self, "_steps", STEPS_SPEC, (emb, s0, enc.states, enc.mask, enc.extra["keys"]))
+        else:
+            prev_tops, outs, attn = self._steps(emb, s0, enc.states, enc.mask, enc.extra["keys"])
+        return enc, emb, prev_tops, outs, attn
+
+    def _steps(self, emb: Tensor, s0: Tensor, states: Tensor, mask: Tensor, keys: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The teacher-forced step loop on tensors alone (the form :class:`LoopGraphs` captures):
+        embedded inputs ``[B, T, E]`` and ``s_0`` ``[B, layers, H]`` -> (previous top states,
+        maxout outputs, attention), each ``[B, T, *]``."""
+        enc = EncoderOutput(states=states, mask=mask, extra={"keys": keys})
+        state: DecoderState = {"s": s0}
         outs, attns, prev_tops = [], [], []
-        context_product = LoopWeight(enc.states.transpose(1, 2))  # state gradients: one bmm for all steps
+        context_product = LoopWeight(states.transpose(1, 2))  # state gradients: one bmm for all steps
         # unbind once (not emb[:, i] per step, whose backward zero-fills [B, T, E] every step)
         for emb_i in emb.unbind(1):  # c_i depends on s_{i-1}: inherently step by step
             prev_tops.append(state["s"][:, -1])
             t, weights, state = self._step(emb_i, state, enc, context_product)
             outs.append(t)
             attns.append(weights)
-        return enc, emb, torch.stack(prev_tops, dim=1), torch.stack(outs, dim=1), torch.stack(attns, dim=1)
+        return torch.stack(prev_tops, dim=1), torch.stack(outs, dim=1), torch.stack(attns, dim=1)
 
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor

@@ -42,6 +42,8 @@ class TrainOptions:
     device: str = "auto"
     amp: str = "auto"  # auto|none|bf16|fp16
     threads: int = 0
+    #: Replay the decoder's step loop as CUDA graphs (nmtkit.models.loop_graphs); CUDA only.
+    cuda_graphs: bool = False
     no_progress: bool = False
     #: Accumulate the gradients of this many batches per update.
     update_freq: int = 1

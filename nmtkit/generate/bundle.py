@@ -27,6 +27,7 @@ from nmtkit.utils.amp import autocast
 if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
+    from nmtkit.generate.step_graphs import SearchStepGraphs
 
 #: Sentences per batch of every inference command unless it says otherwise (the one default).
 DEFAULT_BATCH_SIZE = 64
@@ -66,15 +67,18 @@ class ModelBundle:
     quantize: str = "none"
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens: Optional[int] = None
+    #: The search's decoder step as CUDA graphs (``--cuda-graphs``; nmtkit.generate.step_graphs).
+    step_graphs: Optional["SearchStepGraphs"] = None
 
     @classmethod
     def load(cls, path: PathsLike, *, device: Union[str, torch.device, None] = None, amp: str = "auto",
              quantize: str = "none", batch_size: int = DEFAULT_BATCH_SIZE,
-             max_tokens: Optional[int] = None) -> "ModelBundle":
+             max_tokens: Optional[int] = None, cuda_graphs: bool = False) -> "ModelBundle":
         """Load a checkpoint or an ensemble (``"a.pt:b.pt"`` or a list).  ``device``: None or
         ``"auto"`` takes a GPU when present; ``amp``: ``auto|none|bf16|fp16``
         (:func:`nmtkit.utils.amp.resolve_amp`); ``quantize``: ``none|int8``
-        (:mod:`nmtkit.generate.quantize`).  Options are checked before the (slow) loading."""
+        (:mod:`nmtkit.generate.quantize`); ``cuda_graphs``: the search's decoder step as CUDA
+        graphs (a CUDA device only).  Options are checked before the (slow) loading."""
         from nmtkit.checkpoint import pipelines_from_checkpoint
         from nmtkit.generate.quantize import check_quantize, quantize_ensemble
         from nmtkit.utils.amp import resolve_amp
@@ -85,11 +89,18 @@ class ModelBundle:
         amp_dtype = resolve_amp(amp, dev)
         if amp_dtype is not None and quantize != "none":
             raise NmtkitError(f"--quantize {quantize} runs its own int8 arithmetic: not with --amp {amp} (use --amp none)")
+        if cuda_graphs and dev.type != "cuda":
+            raise NmtkitError(f"--cuda-graphs needs a CUDA device (this run is on {dev})")
         items = checkpoint_paths(path)
         model, ckpts = load_ensemble(items, dev)
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-        return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens)
+        graphs = None
+        if cuda_graphs:
+            from nmtkit.generate.step_graphs import SearchStepGraphs
+
+            graphs = SearchStepGraphs()
+        return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens, graphs)
 
     @classmethod
     def of_model(cls, model: torch.nn.Module, src_pipe: TextPipeline, tgt_pipe: TextPipeline,

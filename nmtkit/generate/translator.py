@@ -163,6 +163,7 @@ class Translator:
         shortlist_k: int = 50,
         shortlist_frequent: int = 100,
         unk_posterior: bool = False,
+        cuda_graphs: bool = False,
     ) -> "Translator":
         """Load a checkpoint (or an ensemble: a list of paths, or ``"a.pt:b.pt"``) ready to translate.
 
@@ -177,7 +178,8 @@ class Translator:
         (:mod:`nmtkit.generate.shortlist`).  ``unk_posterior`` (with ``replace_unk``): choose each
         ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
         over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
-        attention.  The rest are the search options of ``nmtkit-translate``
+        attention.  ``cuda_graphs``: the search's decoder step as CUDA graphs (a CUDA device, no
+        shortlist; :mod:`nmtkit.generate.step_graphs`).  The rest are the search options of ``nmtkit-translate``
         (:class:`~nmtkit.generate.beam.SearchOptions`, whose defaults these are).
         """
         from nmtkit.data.lexicon import load_lexicon
@@ -190,8 +192,10 @@ class Translator:
             lexicon = load_lexicon(replace_unk)
         if unk_posterior and quantize != "none":
             raise NmtkitError("--unk-posterior needs the float32 model: not with --quantize")
+        if cuda_graphs and shortlist is not None:
+            raise NmtkitError("--cuda-graphs replays a fixed output layer: not with --shortlist")
         bundle = ModelBundle.load(path, device=device, amp=amp, quantize=quantize, batch_size=batch_size,
-                                  max_tokens=max_tokens)
+                                  max_tokens=max_tokens, cuda_graphs=cuda_graphs)
         if data is not None:
             bundle.use_data_pipelines(data)
         table = None
@@ -296,8 +300,8 @@ class Translator:
         src, lengths = (t.to(self.device) for t in pad_sequences(id_lists))
         with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {self.search.beam} "
                               "(lower --beam, --batch-size or --max-tokens)"), self.bundle.autocast():
-            return beam_search(self.model, src, lengths, self.search,
-                               return_attention=self.replace_unk or self.alignments, shortlist=shortlist)
+            return beam_search(self.model, src, lengths, self.search, return_attention=self.replace_unk or self.alignments,
+                               shortlist=shortlist, step_graphs=self.bundle.step_graphs)
 
     def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[int, dict[int, torch.Tensor]]:
         """``sentence -> candidate -> attention [len + 1, S]`` of every candidate with an ``<unk>``,

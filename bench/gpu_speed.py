@@ -95,20 +95,28 @@ def train_throughput(system: str, data: str, amp: str, max_tokens: int, updates:
     return row
 
 
-def _translator(ckpt: str, amp: str, batch_size: int, graphs: bool):  # noqa: ANN202
+#: Translation searches: the eager one, the decoder step alone as graphs, and the whole
+#: fixed-shape search as graphs (``--cuda-graphs``).
+SEARCHES = ("nmtkit-eager", "nmtkit-stepgraphs", "nmtkit-graphs")
+
+
+def _translator(ckpt: str, amp: str, batch_size: int, search: str):  # noqa: ANN202
     from nmtkit.generate.bundle import ModelBundle
+    from nmtkit.generate.step_graphs import SearchStepGraphs
     from nmtkit.generate.translator import SearchOptions, Translator
 
-    bundle = ModelBundle.load(ckpt, device=DEVICE, amp=amp, batch_size=batch_size, cuda_graphs=graphs)
+    bundle = ModelBundle.load(ckpt, device=DEVICE, amp=amp, batch_size=batch_size, cuda_graphs=search == "nmtkit-graphs")
+    if search == "nmtkit-stepgraphs":
+        bundle.step_graphs = SearchStepGraphs()
     return Translator(bundle, SearchOptions(beam=5))
 
 
-def translate_throughput(ckpt: str, test: str, amp: str, batch_size: int, graphs: bool) -> dict:
+def translate_throughput(ckpt: str, test: str, amp: str, batch_size: int, search: str) -> dict:
     """Beam-5 sentences/s over the whole ``test`` file, after a warm-up pass over all of it (which
     captures every graph shape the file needs, when ``graphs``)."""
     import torch
 
-    translator = _translator(ckpt, amp, batch_size, graphs)
+    translator = _translator(ckpt, amp, batch_size, search)
     lines = Path(test).read_text(encoding="utf-8").splitlines()
     items = list(enumerate(lines))
     with torch.inference_mode():
@@ -122,17 +130,18 @@ def translate_throughput(ckpt: str, test: str, amp: str, batch_size: int, graphs
     seconds = time.perf_counter() - t0
     row = {"sent_s": len(lines) / seconds, "seconds": seconds, "first_pass_s": warm, "sentences": len(lines),
            "hyps": [t.candidates[0].text for t in out]}
-    if graphs:
+    if translator.bundle.step_graphs is not None:
         row["shapes"] = len(translator.bundle.step_graphs.graphs)
+    row["arch"] = translator.bundle.checkpoints[0].get("arch", "?")
     return row
 
 
-def profile_search(ckpt: str, test: str, batch_size: int, graphs: bool) -> str:
+def profile_search(ckpt: str, test: str, batch_size: int, search: str) -> str:
     """Where one batch's beam search spends its time: CUDA kernel launches, GPU-busy time, wall."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    translator = _translator(ckpt, "none", batch_size, graphs)
+    translator = _translator(ckpt, "none", batch_size, search)
     items = list(enumerate(Path(test).read_text(encoding="utf-8").splitlines()[:batch_size]))
     with torch.inference_mode():
         translator.translate(items, batch_size=batch_size)
@@ -147,7 +156,7 @@ def profile_search(ckpt: str, test: str, batch_size: int, graphs: bool) -> str:
     gpu_us = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
     launches = sum(e.count for e in events if e.key in ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaGraphLaunch"))
     syncs = sum(e.count for e in events if e.key in ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpyAsync"))
-    head = (f"{'graphed' if graphs else 'eager'} search, beam 5, batch {batch_size} (one batch of test2016), float32: "
+    head = (f"{search} search, beam 5, batch {batch_size} (one batch of test2016), float32: "
             f"wall {wall * 1e3:.1f} ms, GPU busy {gpu_us / 1e3:.1f} ms ({gpu_us / 1e6 / wall:.0%}), {kernels} kernels "
             f"from {launches} launches, {syncs} host copies/syncs\n\n")
     return head + events.table(sort_by="self_cpu_time_total", row_limit=20) + "\n\n"
@@ -194,28 +203,31 @@ def measure(args: argparse.Namespace) -> None:
                 r = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
             emit({"bench": "gpu_train_speed", "system": system, "amp": amp, "max_tokens": args.max_tokens, **r})
             torch.cuda.empty_cache()
-    if args.quality_minutes > 0:
+    ckpt, trained = (Path(args.ckpt), "given") if args.ckpt else (None, None)
+    if ckpt is None and args.quality_minutes > 0:
         ckpt, graphed = train_for_quality(args.data, out, args.quality_minutes)
-        for graphs in (False, True):
-            for amp in ("none", "bf16"):
-                system = "nmtkit-graphs" if graphs else "nmtkit-eager"
-                try:
-                    r = translate_throughput(str(ckpt), args.test, amp, args.batch_size, graphs)
-                except Exception as exc:  # noqa: BLE001 - a failing variant is a result too
-                    emit({"bench": "gpu_translate_speed", "system": system, "amp": amp,
-                          "error": f"{type(exc).__name__}: {str(exc)[:400]}"})
-                    continue
-                hyp = f"{system}-{amp}.hyp"
-                (out / hyp).write_text("\n".join(r.pop("hyps")) + "\n", encoding="utf-8")
-                emit({"bench": "gpu_translate_speed", "system": system, "amp": amp, "beam": 5,
-                      "batch_size": args.batch_size, "hyp": hyp, "train_minutes": args.quality_minutes,
-                      "trained_with_graphs": graphed, **r})
-        with open(out / "profile.txt", "w", encoding="utf-8") as fh:
-            for graphs in (False, True):
-                try:
-                    fh.write(profile_search(str(ckpt), args.test, args.batch_size, graphs))
-                except Exception as exc:  # noqa: BLE001
-                    fh.write(f"profile failed: {type(exc).__name__}: {exc}\n\n")
+        trained = f"{args.quality_minutes} min on this GPU{' with --cuda-graphs' if graphed else ''}"
+    if ckpt is None:
+        return
+    hyps = {}
+    for search in SEARCHES:
+        for amp in ("none", "bf16"):
+            try:
+                r = translate_throughput(str(ckpt), args.test, amp, args.batch_size, search)
+            except Exception as exc:  # noqa: BLE001 - a failing variant is a result too
+                emit({"bench": "gpu_translate_speed", "system": search, "amp": amp,
+                      "error": f"{type(exc).__name__}: {str(exc)[:400]}"})
+                continue
+            hyps[f"{search}-{amp}"] = r.pop("hyps")
+            emit({"bench": "gpu_translate_speed", "system": search, "amp": amp, "beam": 5, "batch_size": args.batch_size,
+                  "hyp": f"{search}-{amp}", "model": args.model_label or str(ckpt), "trained": trained, **r})
+    (out / "hyps.json").write_text(json.dumps(hyps), encoding="utf-8")
+    with open(out / "profile.txt", "w", encoding="utf-8") as fh:
+        for search in SEARCHES:
+            try:
+                fh.write(profile_search(str(ckpt), args.test, args.batch_size, search))
+            except Exception as exc:  # noqa: BLE001
+                fh.write(f"profile of {search} failed: {type(exc).__name__}: {exc}\n\n")
 
 
 def _read_rows(dirs: list[str], ref: str) -> list[dict]:
@@ -230,8 +242,13 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
         log = d / "train_quality.log"
         for r in got:
             r["_dir"] = str(d)
+            if r.get("system") == "nmtkit-graphs" and r["bench"] == "gpu_translate_speed" and not (d / "hyps.json").exists():
+                r["system"] = "nmtkit-stepgraphs"  # runs without hyps.json predate the fixed-shape search
             if r["bench"] == "gpu_translate_speed" and "hyp" in r:
-                r["_hyps"] = (d / r["hyp"]).read_text(encoding="utf-8").splitlines()
+                if (d / "hyps.json").exists():
+                    r["_hyps"] = json.loads((d / "hyps.json").read_text(encoding="utf-8"))[r["hyp"]]
+                else:  # runs before 42f9a93 wrote one file per translation
+                    r["_hyps"] = (d / r["hyp"]).read_text(encoding="utf-8").splitlines()
                 r["bleu"] = round(sacrebleu.corpus_bleu(r["_hyps"], [refs]).score, 2)
                 r["_batching"] = _batching(log)
         rows += got
@@ -246,6 +263,15 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
             r["lines_as_eager"] = sum(a == b for a, b in zip(r["_hyps"], base["_hyps"]))
             r["ratio_vs_eager"] = round(r["sent_s"] / base["sent_s"], 3)
     return rows
+
+
+def _model_cell(r: dict) -> str:
+    """What translated: a given checkpoint, or a model trained on the GPU (minutes and batching)."""
+    if "model" in r:
+        return f"{r['model']} ({r['trained']})"
+    if "train_minutes" in r:
+        return f"luong_wmt_en_de, {r['train_minutes']} min on this GPU, {r.get('_batching', '?')}"
+    return ""
 
 
 def _batching(log: Path) -> str:
@@ -271,7 +297,7 @@ def report(args: argparse.Namespace) -> None:
     trans = [[r["system"], r["amp"], f"{r['sent_s']:,.0f}" if "sent_s" in r else r.get("error", "?"),
               f"{r['ratio_vs_eager']:.2f}x" if "ratio_vs_eager" in r else "", r.get("bleu", ""),
               r.get("lines_as_eager", ""), r.get("shapes", ""),
-              f"{r['train_minutes']} min, {r['_batching']}" if "train_minutes" in r else "", r["commit"]] for r in trans_rows]
+              _model_cell(r), r["commit"]] for r in trans_rows]
     devices = sorted({r["device"] for r in rows})
     body = ""
     if train:
@@ -284,16 +310,15 @@ def report(args: argparse.Namespace) -> None:
     if trans:
         r0 = next(r for r in trans_rows if "batch_size" in r)
         body += (f"Translation of test2016 (1,000 sentences), beam 5, batch {r0['batch_size']}, timed over the whole file "
-                 "(after a first pass, which also captures the graphs), by `luong_wmt_en_de` trained on the same GPU with "
-                 "`--cuda-graphs --amp bf16`, Adam 1e-3, for the minutes and batches given; 'lines as eager' counts the "
-                 "output lines equal to the eager search's at the same precision:\n\n"
+                 "(after a first pass, which also captures the graphs); `nmtkit-stepgraphs` replays only the decoder step "
+                 "as a graph, `nmtkit-graphs` the whole fixed-shape search step (`--cuda-graphs`); 'lines as eager' counts "
+                 "the output lines equal to the eager search's at the same precision and model:\n\n"
                  + bl.md_table(["search", "autocast", "sentences/s", "vs eager", "BLEU", "lines as eager", "graph shapes",
                                 "model trained", "commit"], trans) + "\n\n")
     for d in args.from_dir:
         prof = Path(d, "profile.txt")
         if prof.exists():
-            heads = [b.splitlines()[0] for b in prof.read_text(encoding="utf-8").split("\n\n")
-                     if b.strip() and "wall " in b.splitlines()[0] and "kernels" in b.splitlines()[0]]
+            heads = [line for line in prof.read_text(encoding="utf-8").splitlines() if "wall " in line and "kernels" in line]
             body += "Profile of one search batch (torch.profiler):\n\n" + "\n".join(f"- {h}" for h in heads) + "\n\n"
     commits = sorted({r["commit"] for r in rows})
     text = bl.section(f"GPU speed ({', '.join(devices)})", f"{', '.join(devices)} (device tool), torch {rows[0]['torch']}",
@@ -324,6 +349,8 @@ def main() -> None:
     m.add_argument("--updates", type=int, default=40)
     m.add_argument("--batch-size", type=int, default=128, help="translation batch size")
     m.add_argument("--quality-minutes", type=float, default=2.5, help="train a model this long to translate (0: skip)")
+    m.add_argument("--ckpt", help="translate with this checkpoint instead of training one")
+    m.add_argument("--model-label", help="how the report names --ckpt's model")
     r = sub.add_parser("report", help="here, on the files measure wrote")
     r.add_argument("--from", dest="from_dir", action="append", required=True, help="a measure output (repeatable)")
     r.add_argument("--ref", required=True, help="the reference translation of --test")

@@ -70,24 +70,30 @@ class TableModel(Seq2SeqModel):
         mask = src_tokens.ne(0)
         return EncoderOutput(states=mask.float().unsqueeze(2), mask=mask, extra={"src": src_tokens})
 
+    #: The longest output a table model decodes (its state has a fixed shape, as real models' do).
+    MAX_PREFIX = 64
+
     def init_decoder_state(self, enc: EncoderOutput) -> dict[str, Tensor]:
-        return {"prefix": enc.mask.new_zeros((enc.mask.size(0), 0), dtype=torch.long)}
+        n = enc.mask.size(0)
+        return {"prefix": enc.mask.new_zeros((n, self.MAX_PREFIX), dtype=torch.long),
+                "length": enc.mask.new_zeros(n, dtype=torch.long)}
 
     def decode_step(self, prev_tokens, state, enc):
         self.rows += prev_tokens.size(0)
-        prefix = torch.cat([state["prefix"], prev_tokens.unsqueeze(1)], dim=1)
+        prefix, length = state["prefix"].clone(), state["length"] + 1
+        prefix[torch.arange(prefix.size(0)), state["length"]] = prev_tokens
         rows_p, rows_a = [], []
         width = enc.mask.size(1)
         for r in range(prefix.size(0)):
             ids = enc.extra["src"][r][enc.mask[r]].tolist()
             src = tuple(self.src_dict[i] for i in ids[:-1])
-            out = tuple(self.tgt_dict[i] for i in prefix[r, 1:].tolist())
+            out = tuple(self.tgt_dict[i] for i in prefix[r, 1:int(length[r])].tolist())
             rows_p.append(self._probs(src, out))
             a = default_attention(len(ids), len(out))
             rows_a.append(a + [0.0] * (width - len(a)))
         lp = torch.tensor(rows_p).log()
         attn = torch.tensor(rows_a) if self.has_attention else None
-        return lp, attn, {"prefix": prefix}
+        return lp, attn, {"prefix": prefix, "length": length}
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens):
         return step_forward(self, src_tokens, src_lengths, prev_output_tokens)

@@ -33,7 +33,7 @@ Conventions (documented because tests and CLIs rely on them):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
@@ -42,6 +42,7 @@ from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
+from nmtkit.generate.static_search import SearchGraphs
 from nmtkit.generate.step_graphs import SearchStepGraphs, pad_source
 from nmtkit.utils.checks import one_of_message
 
@@ -161,7 +162,7 @@ def beam_search(
     options: SearchOptions = SearchOptions(),
     return_attention: bool = True,
     shortlist: Optional[Tensor] = None,
-    step_graphs: Optional[SearchStepGraphs] = None,
+    step_graphs: Union[SearchStepGraphs, SearchGraphs, None] = None,
 ) -> list[list[Hypothesis]]:
     """Translate a batch: for each input sentence, up to ``options.nbest`` hypotheses, best first.
 
@@ -176,6 +177,8 @@ def beam_search(
     o = options
     if shortlist is None:
         graphs = step_graphs if step_graphs is not None and step_graphs.applies(src_tokens) else None
+        if isinstance(graphs, SearchGraphs):
+            return graphs.search(model, src_tokens, src_lengths, o, return_attention)
         return _search(model, src_tokens, src_lengths, o.beam, o.nbest, o.max_len_a, o.max_len_b, o.min_len,
                        o.lenpen, o.lenpen_form, o.unkpen, return_attention, None, graphs)
     from nmtkit.generate.shortlist import check_shortlist

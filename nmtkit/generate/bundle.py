@@ -27,6 +27,7 @@ from nmtkit.utils.amp import autocast
 if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
+    from nmtkit.generate.static_search import SearchGraphs
     from nmtkit.generate.step_graphs import SearchStepGraphs
 
 #: Sentences per batch of every inference command unless it says otherwise (the one default).
@@ -67,8 +68,8 @@ class ModelBundle:
     quantize: str = "none"
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens: Optional[int] = None
-    #: The search's decoder step as CUDA graphs (``--cuda-graphs``; nmtkit.generate.step_graphs).
-    step_graphs: Optional["SearchStepGraphs"] = None
+    #: The search as CUDA graphs (``--cuda-graphs``; nmtkit.generate.static_search).
+    step_graphs: Union["SearchGraphs", "SearchStepGraphs", None] = None
 
     @classmethod
     def load(cls, path: PathsLike, *, device: Union[str, torch.device, None] = None, amp: str = "auto",
@@ -97,9 +98,9 @@ class ModelBundle:
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
         graphs = None
         if cuda_graphs:
-            from nmtkit.generate.step_graphs import SearchStepGraphs
+            from nmtkit.generate.static_search import SearchGraphs
 
-            graphs = SearchStepGraphs()
+            graphs = SearchGraphs()
         return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens, graphs)
 
     @classmethod

@@ -1,0 +1,366 @@
+"""Beam search in fixed shapes, each step one CUDA graph replay (``--cuda-graphs``).
+
+Why: on a GPU the search of :mod:`nmtkit.generate.beam` is bound by kernel launches and host
+round trips, not arithmetic: a batch of 128 test2016 sentences at beam 5 launched about 75
+kernels and waited on the GPU about 15 times per step, keeping an H200 busy a third of the
+time (bench/README.md, "GPU").  Here the whole step (decoder, constraints, top-k, finished
+hypotheses, reordering) works on tensors of fixed shape, so it is captured once per shape and
+replayed, and the host looks at the GPU only every :attr:`SearchGraphs.check_every` steps.
+
+It is the same search, conventions and tie-breaking included (the tests run both on the same
+cases): what differs is only how the state is kept.
+
+* The batch does not shrink.  Sentences are padded to a multiple of
+  :attr:`SearchGraphs.sentence_step` (with one-token dummy sentences that never search) and
+  the source to a multiple of :attr:`SearchGraphs.length_step` positions; a sentence that is
+  complete stops taking finished hypotheses, and its rows compute on unread.
+* Finished hypotheses go to fixed slots (``beam`` per sentence, plus one that takes whatever is
+  not kept) in the order in which they finish, so the final stable sort by score keeps the
+  eager search's order among equal scores.
+* The top ``2 * beam`` candidates are taken by one ``topk`` over 64-bit keys that hold each
+  score's float32 bits in an order-preserving form above the negated column, so equal scores
+  are ranked by lower column without looking at the data on the host (:func:`exact_topk`).
+* Scores are divided by the length penalty on the host at the end, in double precision, as the
+  eager search does.
+* The first step runs eagerly on the buffers: it makes the per-sentence tensors a model keeps in
+  its encoder output (Luong's ``context_proj``), which the graph then reads.
+"""
+from __future__ import annotations
+
+from dataclasses import astuple, dataclass, field
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from nmtkit.errors import NmtkitError
+from nmtkit.generate.search_options import SearchOptions
+from nmtkit.models.base import DecoderState, EncoderOutput
+from nmtkit.models.loop_graphs import round_up
+
+_NEG_INF = float("-inf")
+#: Columns of the candidate scores are padded to a multiple of this (as in nmtkit.generate.beam).
+_WIDTH_STEP = 8
+
+
+def exact_topk(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Row-wise top-``k`` of float32 ``scores`` by descending value, equal values by ascending
+    column: :func:`nmtkit.generate.beam.topk_ordered`'s order, with no host synchronisation.
+
+    Each value's IEEE bits become an integer in the values' order (negative values have their
+    magnitude bits reversed; ``-0.0`` is first made ``+0.0``, which compares equal to it), shifted
+    above 32 bits, and the reversed column fills the low bits: the keys are distinct, and their
+    order is the wanted one."""
+    bits = (scores + 0.0).view(torch.int32).to(torch.int64)
+    ordered = torch.where(bits < 0, -(2**31) - 1 - bits, bits)
+    cols = torch.arange(scores.size(1), device=scores.device, dtype=torch.int64)
+    keys = ordered * 2**32 + (2**32 - 1 - cols)
+    idx = keys.topk(k, dim=1).indices
+    return scores.gather(1, idx), idx
+
+
+@dataclass
+class _State:
+    """Everything one search step reads and writes, in tensors of fixed shape (``N`` sentences,
+    ``R = N * beam`` rows, ``T`` steps at most, ``S`` source positions)."""
+
+    states: list[DecoderState]
+    encs: list[EncoderOutput]
+    last: Tensor          # [R] the tokens the rows emitted last
+    scores: Tensor        # [R] cumulative (unk-penalised) log-probabilities
+    step: Tensor          # [] the step number
+    alive: Tensor         # [N] still taking finished hypotheses
+    max_len_rows: Tensor  # [R]
+    max_len: Tensor       # [N]
+    cand: Tensor          # [R, W] candidate scores (columns past the vocabulary stay -inf)
+    hist_tokens: Tensor   # [R, T + 1] <s> then the emitted tokens
+    hist_pos: Tensor      # [R, T] their log-probabilities
+    hist_att: Optional[Tensor]  # [R, T, S] their attention rows (float32)
+    fin_count: Tensor     # [N]
+    fin_tokens: Tensor    # [N * (beam + 1), T + 1]; slot ``beam`` of a sentence takes what is not kept
+    fin_pos: Tensor       # [N * (beam + 1), T]
+    fin_att: Optional[Tensor]  # [N * (beam + 1), T, S]
+    fin_val: Tensor       # [N * (beam + 1)] cumulative score (not yet length-normalised)
+    fin_len: Tensor       # [N * (beam + 1)]
+    derived: dict[tuple[int, str], Tensor] = field(default_factory=dict)  # encoder extras made by step 0
+
+    def tensors(self) -> list[Tensor]:
+        """Every tensor a step may write (for a snapshot around the warm-up before a capture)."""
+        out = [self.last, self.scores, self.step, self.alive, self.cand, self.hist_tokens, self.hist_pos,
+               self.fin_count, self.fin_tokens, self.fin_pos, self.fin_val, self.fin_len]
+        out += [t for t in (self.hist_att, self.fin_att) if t is not None]
+        out += [t for s in self.states for t in s.values()]
+        return out
+
+
+def _step(model, s: _State, o: SearchOptions) -> None:  # noqa: ANN001 - an EnsembleModel
+    """One search step, in place on ``s`` (the conventions of :mod:`nmtkit.generate.beam`)."""
+    n, k = s.alive.size(0), o.beam
+    lprobs, attn, new_states = model.decode_step(s.last, s.states, s.encs)
+    vocab = lprobs.size(1)
+    eos_lp = lprobs[:, EOS_ID].clone()
+    lprobs[:, PAD_ID] = _NEG_INF
+    lprobs[:, BOS_ID] = _NEG_INF
+    if o.unkpen:
+        lprobs[:, UNK_ID] -= o.unkpen
+    if o.min_len > 0:
+        lprobs[:, EOS_ID] = torch.where(s.step < o.min_len, _NEG_INF, lprobs[:, EOS_ID])
+    forced = s.max_len_rows <= s.step
+    lprobs.masked_fill_(forced.unsqueeze(1), _NEG_INF)
+    lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
+
+    width = s.cand.size(1)
+    torch.add(lprobs, s.scores.unsqueeze(1), out=s.cand[:, :vocab])
+    vals, flat = exact_topk(s.cand.view(n, k * width), 2 * k)
+    tok = flat.remainder(width).clamp_(max=vocab - 1)
+    rows = torch.arange(n, device=vals.device).unsqueeze(1) * k + torch.div(flat, width, rounding_mode="floor")
+    step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n, 2 * k)
+    if o.unkpen:
+        step_lp = step_lp + o.unkpen * (tok == UNK_ID)
+
+    valid = vals > _NEG_INF
+    ends = (tok[:, :k] == EOS_ID) & valid[:, :k]
+    goes_on = (tok != EOS_ID) & valid
+    order_key = torch.arange(2 * k, device=vals.device) + (~goes_on).long() * (2 * k)
+    sel = order_key.argsort(dim=1)[:, :k]
+    new_scores = vals.gather(1, sel).masked_fill(~goes_on.gather(1, sel), _NEG_INF)
+    new_rows, new_tok, new_lp = rows.gather(1, sel), tok.gather(1, sel), step_lp.gather(1, sel)
+
+    _keep_finished(s, k, ends, rows[:, :k].reshape(-1), vals[:, :k], step_lp[:, :k], attn)
+    s.alive &= (s.fin_count < k) & (s.step < s.max_len) & (new_scores[:, 0] > _NEG_INF)
+
+    sel_rows = new_rows.view(-1)
+    r = sel_rows.size(0)
+    at_step = s.step.view(1, 1).expand(r, 1)
+    s.hist_tokens.copy_(s.hist_tokens.index_select(0, sel_rows).scatter_(1, at_step + 1, new_tok.view(-1, 1)))
+    s.hist_pos.copy_(s.hist_pos.index_select(0, sel_rows).scatter_(1, at_step, new_lp.view(-1, 1)))
+    if s.hist_att is not None and attn is not None:
+        att = s.hist_att.index_select(0, sel_rows)
+        att.scatter_(1, at_step.unsqueeze(2).expand(r, 1, att.size(2)), attn.index_select(0, sel_rows).float().unsqueeze(1))
+        s.hist_att.copy_(att)
+    s.scores.copy_(new_scores.view(-1))
+    s.last.copy_(new_tok.view(-1))
+    for buf, new in zip(s.states, model.reorder_decoder_state(new_states, sel_rows)):
+        for name, t in buf.items():
+            if new[name].shape != t.shape:
+                raise NmtkitError(f"the fixed-shape search (--cuda-graphs) needs decoder states of fixed shape; "
+                                  f"{name!r} went from {tuple(t.shape)} to {tuple(new[name].shape)}")
+            t.copy_(new[name])
+    s.step += 1
+
+
+def _keep_finished(s: _State, k: int, ends: Tensor, ended_rows: Tensor, vals: Tensor, step_lp: Tensor,
+                   attn: Optional[Tensor]) -> None:
+    """Copy the ``</s>`` candidates that fit their live sentence's ``beam`` slots (in candidate
+    order, after those of earlier steps) into the finished slots; the rest go to the spare slot."""
+    n = ends.size(0)
+    rank = ends.long().cumsum(1) - 1
+    accept = ends & (rank < (k - s.fin_count).unsqueeze(1)) & s.alive.unsqueeze(1)
+    slot = torch.where(accept, s.fin_count.unsqueeze(1) + rank, torch.full_like(rank, k))
+    dest = (torch.arange(n, device=ends.device).unsqueeze(1) * (k + 1) + slot).view(-1)
+    at_step = s.step.view(1, 1).expand(dest.size(0), 1)
+    s.fin_tokens.index_copy_(0, dest, s.hist_tokens.index_select(0, ended_rows))
+    s.fin_pos.index_copy_(0, dest, s.hist_pos.index_select(0, ended_rows).scatter_(1, at_step, step_lp.reshape(-1, 1)))
+    if s.fin_att is not None and attn is not None:
+        att = s.hist_att.index_select(0, ended_rows)
+        att.scatter_(1, at_step.unsqueeze(2).expand(-1, 1, att.size(2)), attn.index_select(0, ended_rows).float().unsqueeze(1))
+        s.fin_att.index_copy_(0, dest, att)
+    s.fin_val.index_copy_(0, dest, vals.reshape(-1))
+    s.fin_len.index_copy_(0, dest, (s.step + 1).repeat(dest.size(0)))
+    s.fin_count += accept.sum(1)
+
+
+@dataclass
+class _Captured:
+    state: _State
+    replay: Callable[[], None]
+
+
+class SearchGraphs:
+    """Captured search steps by shape (see the module docstring); one per translator, kept
+    across its batches.  ``capture=False`` runs the same fixed-shape steps eagerly (the CPU
+    tests do, to check the search against :mod:`nmtkit.generate.beam`)."""
+
+    def __init__(self, sentence_step: int = 16, length_step: int = 16, check_every: int = 8,
+                 max_shapes: int = 32, capture: bool = True) -> None:
+        self.sentence_step = sentence_step
+        self.length_step = length_step
+        self.check_every = check_every
+        self.max_shapes = max_shapes  # beyond this many shapes, new ones run their steps eagerly
+        self.capture = capture
+        self.graphs: dict[tuple, _Captured] = {}
+        self.pool: Optional[tuple] = None
+        self.replays = 0
+
+    @staticmethod
+    def applies(x: Tensor) -> bool:
+        """Whether a search on ``x``'s device uses the graphs (CUDA only)."""
+        return x.is_cuda
+
+    def search(self, model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOptions,  # noqa: ANN001
+               return_attention: bool) -> list[list["Hypothesis"]]:
+        """The search of :func:`nmtkit.generate.beam.beam_search` (no shortlist)."""
+        n_real = src_tokens.size(0)
+        src_lens = [int(x) for x in src_lengths.tolist()]
+        max_lens = [max(0, int(o.max_len_a * (x - 1) + o.max_len_b)) for x in src_lens]
+        n = round_up(n_real, self.sentence_step)
+        src_tokens, src_lengths = _pad_batch(src_tokens, src_lengths, n, self.length_step)
+        encs = model.encode(src_tokens, src_lengths)
+        k = o.beam
+        per_row = torch.arange(n, device=src_tokens.device).repeat_interleave(k)
+        if model.shares_encoder_rows:
+            states = model.reorder_decoder_state(model.init_decoder_state(encs), per_row)
+        else:
+            encs = model.reorder_encoder_out(encs, per_row)
+            states = model.init_decoder_state(encs)
+        steps = max(max_lens) + 1
+        attention = return_attention and model.has_attention
+        key = (n, src_tokens.size(1), round_up(steps, self.length_step), astuple(o), attention, _autocast_key(),
+               _structure(states, encs))
+        cap = self.graphs.get(key)
+        start = _start(max_lens, n, k, src_tokens.device)
+        if cap is None:
+            s = _new_state(states, encs, start, round_up(steps, self.length_step), len(model.tgt_dict), attention)
+        else:
+            s = cap.state
+            _load(s, start, states, encs)
+        before = {(m, name) for m, e in enumerate(s.encs) for name in e.extra}
+        _step(model, s, o)  # step 0, eagerly: it may add per-sentence tensors to the encoder output
+        _keep_derived(s, before)
+        if cap is not None:
+            replay = cap.replay
+        elif len(self.graphs) < self.max_shapes:
+            replay = self._capture(model, s, o) if self.capture else (lambda: _step(model, s, o))
+            self.graphs[key] = _Captured(s, replay)
+        else:
+            replay = lambda: _step(model, s, o)  # noqa: E731
+        for step in range(1, steps):
+            replay()
+            self.replays += 1
+            if step % self.check_every == 0 and not bool(s.alive.any()):
+                break
+        return _hypotheses(s, n_real, k, o, src_lens, attention)
+
+    def _capture(self, model, s: _State, o: SearchOptions) -> Callable[[], None]:  # noqa: ANN001
+        if self.pool is None:
+            self.pool = torch.cuda.graph_pool_handle()
+        snapshot = [t.clone() for t in s.tensors()]
+        cast = torch.is_autocast_enabled("cuda")
+        # the graph must cast weights itself: autocast's cache is emptied when its context closes
+        with torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), enabled=cast, cache_enabled=False):
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):  # lazy initialisation (cuBLAS workspaces) stays out of the graph
+                _step(model, s, o)
+            torch.cuda.current_stream().wait_stream(side)
+            for t, saved in zip(s.tensors(), snapshot):
+                t.copy_(saved)  # the warm-up step is undone
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=self.pool):
+                _step(model, s, o)
+        return graph.replay
+
+
+def _autocast_key() -> tuple:
+    cast = torch.is_autocast_enabled("cuda")
+    return (cast, torch.get_autocast_dtype("cuda") if cast else None)
+
+
+def _structure(states: list[DecoderState], encs: list[EncoderOutput]) -> tuple:
+    """Names, shapes and types of the step's inputs: equal structures can share a graph."""
+    parts = [tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(st.items())) for st in states]
+    parts += [(tuple(e.states.shape), e.states.dtype, tuple(sorted((k, tuple(v.shape), v.dtype) for k, v in e.extra.items())))
+              for e in encs]
+    return tuple(parts)
+
+
+def _pad_batch(src_tokens: Tensor, src_lengths: Tensor, n: int, length_step: int) -> tuple[Tensor, Tensor]:
+    """Source rows padded with one-token (``</s>``) dummy sentences to ``n``, and columns to a
+    multiple of ``length_step``."""
+    rows, cols = src_tokens.shape
+    out = src_tokens.new_full((n, round_up(cols, length_step)), PAD_ID)
+    out[:rows, :cols] = src_tokens
+    out[rows:, 0] = EOS_ID
+    lengths = torch.cat([src_lengths, src_lengths.new_ones(n - rows)])
+    return out, lengths
+
+
+def _start(max_lens: list[int], n: int, k: int, dev: torch.device) -> dict[str, Tensor]:
+    """The values a search starts from (``n`` sentences, the first ``len(max_lens)`` real)."""
+    real = len(max_lens)
+    max_len = torch.zeros(n, dtype=torch.long, device=dev)
+    max_len[:real] = torch.tensor(max_lens, device=dev)
+    alive = torch.zeros(n, dtype=torch.bool, device=dev)
+    alive[:real] = True
+    scores = torch.full((n, k), _NEG_INF, device=dev)
+    scores[:, 0] = 0.0  # the first step extends the first row of each sentence only
+    return {"last": torch.full((n * k,), BOS_ID, dtype=torch.long, device=dev), "scores": scores.view(-1),
+            "step": torch.zeros((), dtype=torch.long, device=dev), "alive": alive, "max_len": max_len,
+            "max_len_rows": max_len.repeat_interleave(k), "fin_count": torch.zeros(n, dtype=torch.long, device=dev)}
+
+
+def _new_state(states: list[DecoderState], encs: list[EncoderOutput], start: dict[str, Tensor], steps: int, vocab: int,
+               attention: bool) -> _State:
+    n, r = start["alive"].size(0), start["last"].size(0)
+    dev, src_len, slots = start["last"].device, encs[0].mask.size(1), n * (r // n + 1)
+    hist_tokens = torch.zeros(r, steps + 1, dtype=torch.long, device=dev)
+    hist_tokens[:, 0] = BOS_ID
+    return _State(
+        states=states, encs=encs, **start, cand=torch.full((r, round_up(vocab, _WIDTH_STEP)), _NEG_INF, device=dev),
+        hist_tokens=hist_tokens, hist_pos=torch.zeros(r, steps, device=dev),
+        hist_att=torch.zeros(r, steps, src_len, device=dev) if attention else None,
+        fin_tokens=torch.zeros(slots, steps + 1, dtype=torch.long, device=dev), fin_pos=torch.zeros(slots, steps, device=dev),
+        fin_att=torch.zeros(slots, steps, src_len, device=dev) if attention else None,
+        fin_val=torch.zeros(slots, device=dev), fin_len=torch.zeros(slots, dtype=torch.long, device=dev))
+
+
+def _load(s: _State, start: dict[str, Tensor], states: list[DecoderState], encs: list[EncoderOutput]) -> None:
+    """A captured shape's buffers take a new batch's start (its encoder outputs and states)."""
+    for name, t in start.items():
+        getattr(s, name).copy_(t)
+    for buf, new in zip(s.states, states):
+        for name, t in buf.items():
+            t.copy_(new[name])
+    for buf, new in zip(s.encs, encs):
+        buf.states.copy_(new.states)
+        buf.mask.copy_(new.mask)
+        for name, t in new.extra.items():
+            buf.extra[name].copy_(t)
+    for m, name in s.derived:
+        del s.encs[m].extra[name]  # step 0 makes them again, from the new encoder outputs
+
+
+def _keep_derived(s: _State, before: set[tuple[int, str]]) -> None:
+    """After step 0: the encoder extras it made (``before`` names those that were there) stay
+    at the addresses the graph reads."""
+    made = {(m, name): t for m, e in enumerate(s.encs) for name, t in e.extra.items() if (m, name) not in before}
+    if not s.derived:
+        s.derived = made
+        return
+    for (m, name), t in made.items():
+        kept = s.derived[(m, name)]
+        kept.copy_(t)
+        s.encs[m].extra[name] = kept
+
+
+def _hypotheses(s: _State, n_real: int, k: int, o: SearchOptions, src_lens: list[int],
+                attention: bool) -> list[list["Hypothesis"]]:
+    from nmtkit.generate.beam import Hypothesis, length_penalty
+
+    count = s.fin_count[:n_real].tolist()
+    rows = n_real * (k + 1)
+    tokens, pos, val, length = (t[:rows].cpu() for t in (s.fin_tokens, s.fin_pos, s.fin_val, s.fin_len))
+    att = s.fin_att[:rows].cpu() if attention and s.fin_att is not None else None
+    out: list[list[Hypothesis]] = []
+    for i in range(n_real):
+        hyps = []
+        for j in range(count[i]):
+            row = i * (k + 1) + j
+            n_steps = int(length[row])
+            hyps.append(Hypothesis(
+                tokens=tokens[row, 1:n_steps].tolist(), score=float(val[row]) / length_penalty(n_steps, o.lenpen, o.lenpen_form),
+                positional_scores=pos[row, :n_steps].float(),
+                attention=None if att is None else att[row, :n_steps, : src_lens[i]].float(), length=n_steps))
+        out.append(sorted(hyps, key=lambda h: -h.score)[: o.nbest])
+    return out

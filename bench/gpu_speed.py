@@ -162,6 +162,21 @@ def profile_search(ckpt: str, test: str, batch_size: int, search: str) -> str:
     return head + events.table(sort_by="self_cpu_time_total", row_limit=20) + "\n\n"
 
 
+def translate_command(ckpt: str, test: str, batch_size: int, graphs: bool) -> dict:
+    """``nmtkit translate`` as a user runs it (stdin to stdout, start-up included) -> sentences/s
+    of the whole command and its output lines."""
+    cmd = [sys.executable, "-m", "nmtkit", "translate", "--path", ckpt, "--beam", "5", "--batch-size", str(batch_size),
+           "--device", DEVICE, "--quiet", *(["--cuda-graphs"] if graphs else [])]
+    with open(test, encoding="utf-8") as src:
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, stdin=src, capture_output=True, text=True, cwd=REPO)
+        seconds = time.perf_counter() - t0
+    if done.returncode:
+        raise RuntimeError(done.stderr.strip()[-400:])
+    lines = done.stdout.splitlines()
+    return {"sent_s": len(lines) / seconds, "seconds": seconds, "hyps": lines}
+
+
 def train_for_quality(data: str, out: Path, minutes: float) -> tuple[Path, bool]:
     """``nmtkit-train`` (the console script's code path) with ``--cuda-graphs --amp bf16`` for
     ``minutes`` (eagerly if that fails) -> (the best checkpoint, whether graphs trained it)."""
@@ -221,6 +236,16 @@ def measure(args: argparse.Namespace) -> None:
             hyps[f"{search}-{amp}"] = r.pop("hyps")
             emit({"bench": "gpu_translate_speed", "system": search, "amp": amp, "beam": 5, "batch_size": args.batch_size,
                   "hyp": f"{search}-{amp}", "model": args.model_label or str(ckpt), "trained": trained, **r})
+    for graphs in (False, True):  # the command line, start-up included
+        search = "nmtkit-graphs" if graphs else "nmtkit-eager"
+        try:
+            r = translate_command(str(ckpt), args.test, args.batch_size, graphs)
+        except Exception as exc:  # noqa: BLE001
+            emit({"bench": "gpu_translate_command", "system": search, "amp": "auto", "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        hyps[f"{search}-command"] = r.pop("hyps")
+        emit({"bench": "gpu_translate_command", "system": search, "amp": "auto", "beam": 5, "batch_size": args.batch_size,
+              "hyp": f"{search}-command", "model": args.model_label or str(ckpt), "trained": trained, **r})
     (out / "hyps.json").write_text(json.dumps(hyps), encoding="utf-8")
     with open(out / "profile.txt", "w", encoding="utf-8") as fh:
         for search in SEARCHES:
@@ -244,7 +269,7 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
             r["_dir"] = str(d)
             if r.get("system") == "nmtkit-graphs" and r["bench"] == "gpu_translate_speed" and not (d / "hyps.json").exists():
                 r["system"] = "nmtkit-stepgraphs"  # runs without hyps.json predate the fixed-shape search
-            if r["bench"] == "gpu_translate_speed" and "hyp" in r:
+            if r["bench"] in ("gpu_translate_speed", "gpu_translate_command") and "hyp" in r:
                 if (d / "hyps.json").exists():
                     r["_hyps"] = json.loads((d / "hyps.json").read_text(encoding="utf-8"))[r["hyp"]]
                 else:  # runs before 42f9a93 wrote one file per translation
@@ -252,14 +277,14 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
                 r["bleu"] = round(sacrebleu.corpus_bleu(r["_hyps"], [refs]).score, 2)
                 r["_batching"] = _batching(log)
         rows += got
-    eager = {(r["_dir"], r["amp"]): r for r in rows if r.get("system") == "nmtkit-eager" and "_hyps" in r}
+    eager = {(r["_dir"], r["bench"], r["amp"]): r for r in rows if r.get("system") == "nmtkit-eager" and "_hyps" in r}
     peer = {(r["_dir"], r["amp"]): r.get("tok_s") for r in rows if r.get("system") == PEER and "tok_s" in r}
     for r in rows:
         key = (r["_dir"], r["amp"])
         if r["bench"] == "gpu_train_speed" and "tok_s" in r and peer.get(key):
             r["ratio_vs_peer"], r["peer"] = round(r["tok_s"] / peer[key], 3), PEER
-        if "_hyps" in r and key in eager:
-            base = eager[key]
+        if "_hyps" in r and (r["_dir"], r["bench"], r["amp"]) in eager:
+            base = eager[(r["_dir"], r["bench"], r["amp"])]
             r["lines_as_eager"] = sum(a == b for a, b in zip(r["_hyps"], base["_hyps"]))
             r["ratio_vs_eager"] = round(r["sent_s"] / base["sent_s"], 3)
     return rows
@@ -290,11 +315,12 @@ def report(args: argparse.Namespace) -> None:
 
     rows = _read_rows(args.from_dir, args.ref)
     train_rows = [r for r in rows if r["bench"] == "gpu_train_speed"]
-    trans_rows = [r for r in rows if r["bench"] == "gpu_translate_speed"]
+    trans_rows = [r for r in rows if r["bench"] in ("gpu_translate_speed", "gpu_translate_command")]
     train = [[r["system"], r["amp"], f"{r['tok_s']:,.0f}" if "tok_s" in r else r.get("error", "?"),
               f"{r['ratio_vs_peer']:.2f}x" if "ratio_vs_peer" in r else "", r.get("peak_mem_gib", ""),
               r.get("shapes", ""), r["commit"]] for r in train_rows]
-    trans = [[r["system"], r["amp"], f"{r['sent_s']:,.0f}" if "sent_s" in r else r.get("error", "?"),
+    trans = [[r["system"] + (" (command)" if r["bench"] == "gpu_translate_command" else ""), r["amp"],
+              f"{r['sent_s']:,.0f}" if "sent_s" in r else r.get("error", "?"),
               f"{r['ratio_vs_eager']:.2f}x" if "ratio_vs_eager" in r else "", r.get("bleu", ""),
               r.get("lines_as_eager", ""), r.get("shapes", ""),
               _model_cell(r), r["commit"]] for r in trans_rows]

@@ -202,6 +202,8 @@ class SearchGraphs:
                return_attention: bool) -> list[list["Hypothesis"]]:
         """The search of :func:`nmtkit.generate.beam.beam_search` (no shortlist)."""
         n_real = src_tokens.size(0)
+        if n_real == 0:
+            return []
         src_lens = [int(x) for x in src_lengths.tolist()]
         max_lens = [max(0, int(o.max_len_a * (x - 1) + o.max_len_b)) for x in src_lens]
         n = round_up(n_real, self.sentence_step)

@@ -1,7 +1,9 @@
 """GPU throughput: ``luong_wmt_en_de`` (Luong et al.'s 4 x 1000 model) training target tokens/s,
 eager and with ``--cuda-graphs``, beside a plain PyTorch peer and a cuDNN ceiling
-(``bench/gpu_peers.py``), in float32 and bf16; then a model trained on the GPU for a few minutes
-translates test2016 at beam 5, batch 128, and a profile says where a search step's time goes.
+(``bench/gpu_peers.py``), in float32 and bf16; then test2016 at beam 5, batch 128, translated by
+a given checkpoint (``--ckpt``) or by a model trained on the GPU for ``--quality-minutes``, with
+the eager search and with ``--cuda-graphs``, in-process and as the ``nmtkit translate`` command,
+BLEU beside each speed; and a profile of one search batch of each.
 
 Two phases, because the GPU machine sends back files and the records are written here:
 
@@ -95,19 +97,17 @@ def train_throughput(system: str, data: str, amp: str, max_tokens: int, updates:
     return row
 
 
-#: Translation searches: the eager one, the decoder step alone as graphs, and the whole
-#: fixed-shape search as graphs (``--cuda-graphs``).
-SEARCHES = ("nmtkit-eager", "nmtkit-stepgraphs", "nmtkit-graphs")
+#: Translation searches: the eager one, and the fixed-shape search as CUDA graphs (``--cuda-graphs``).
+#: Runs at 42f9a93 and 4487d8a also timed ``nmtkit-stepgraphs``, the decoder step alone as a graph
+#: inside the eager search, which the fixed-shape search replaced (bench/README.md, "GPU").
+SEARCHES = ("nmtkit-eager", "nmtkit-graphs")
 
 
 def _translator(ckpt: str, amp: str, batch_size: int, search: str):  # noqa: ANN202
     from nmtkit.generate.bundle import ModelBundle
-    from nmtkit.generate.step_graphs import SearchStepGraphs
     from nmtkit.generate.translator import SearchOptions, Translator
 
     bundle = ModelBundle.load(ckpt, device=DEVICE, amp=amp, batch_size=batch_size, cuda_graphs=search == "nmtkit-graphs")
-    if search == "nmtkit-stepgraphs":
-        bundle.step_graphs = SearchStepGraphs()
     return Translator(bundle, SearchOptions(beam=5))
 
 
@@ -130,8 +130,8 @@ def translate_throughput(ckpt: str, test: str, amp: str, batch_size: int, search
     seconds = time.perf_counter() - t0
     row = {"sent_s": len(lines) / seconds, "seconds": seconds, "first_pass_s": warm, "sentences": len(lines),
            "hyps": [t.candidates[0].text for t in out]}
-    if translator.bundle.step_graphs is not None:
-        row["shapes"] = len(translator.bundle.step_graphs.graphs)
+    if translator.bundle.search_graphs is not None:
+        row["shapes"] = len(translator.bundle.search_graphs.graphs)
     row["arch"] = translator.bundle.checkpoints[0].get("arch", "?")
     return row
 
@@ -224,7 +224,7 @@ def measure(args: argparse.Namespace) -> None:
         trained = f"{args.quality_minutes} min on this GPU{' with --cuda-graphs' if graphed else ''}"
     if ckpt is None:
         return
-    hyps = {}
+    hyps, arches = {}, {}
     for search in SEARCHES:
         for amp in ("none", "bf16"):
             try:
@@ -234,6 +234,7 @@ def measure(args: argparse.Namespace) -> None:
                       "error": f"{type(exc).__name__}: {str(exc)[:400]}"})
                 continue
             hyps[f"{search}-{amp}"] = r.pop("hyps")
+            arches[search] = r["arch"]
             emit({"bench": "gpu_translate_speed", "system": search, "amp": amp, "beam": 5, "batch_size": args.batch_size,
                   "hyp": f"{search}-{amp}", "model": args.model_label or str(ckpt), "trained": trained, **r})
     for graphs in (False, True):  # the command line, start-up included
@@ -244,6 +245,7 @@ def measure(args: argparse.Namespace) -> None:
             emit({"bench": "gpu_translate_command", "system": search, "amp": "auto", "error": f"{type(exc).__name__}: {exc}"})
             continue
         hyps[f"{search}-command"] = r.pop("hyps")
+        r["arch"] = next(iter(arches.values()), "?")
         emit({"bench": "gpu_translate_command", "system": search, "amp": "auto", "beam": 5, "batch_size": args.batch_size,
               "hyp": f"{search}-command", "model": args.model_label or str(ckpt), "trained": trained, **r})
     (out / "hyps.json").write_text(json.dumps(hyps), encoding="utf-8")
@@ -277,6 +279,10 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
                 r["bleu"] = round(sacrebleu.corpus_bleu(r["_hyps"], [refs]).score, 2)
                 r["_batching"] = _batching(log)
         rows += got
+    arch = {(r["_dir"], r.get("model")): r["arch"] for r in rows if r["bench"] == "gpu_translate_speed" and "model" in r}
+    for r in rows:  # command rows of 4487d8a took the training bench's arch
+        if r["bench"] == "gpu_translate_command" and (r["_dir"], r.get("model")) in arch:
+            r["arch"] = arch[(r["_dir"], r.get("model"))]
     eager = {(r["_dir"], r["bench"], r["amp"]): r for r in rows if r.get("system") == "nmtkit-eager" and "_hyps" in r}
     peer = {(r["_dir"], r["amp"]): r.get("tok_s") for r in rows if r.get("system") == PEER and "tok_s" in r}
     for r in rows:
@@ -345,7 +351,11 @@ def report(args: argparse.Namespace) -> None:
         prof = Path(d, "profile.txt")
         if prof.exists():
             heads = [line for line in prof.read_text(encoding="utf-8").splitlines() if "wall " in line and "kernels" in line]
-            body += "Profile of one search batch (torch.profiler):\n\n" + "\n".join(f"- {h}" for h in heads) + "\n\n"
+            if not Path(d, "hyps.json").exists():  # then --cuda-graphs graphed the decoder step alone
+                heads = [h.replace("graphed search", "nmtkit-stepgraphs search") for h in heads]
+            of = next((r for r in trans_rows if r["_dir"] == d and "sent_s" in r), {})
+            body += (f"Profile of one search batch (torch.profiler; {_model_cell(of)} at {of.get('commit', '?')}):\n\n"
+                     + "\n".join(f"- {h}" for h in heads) + "\n\n")
     commits = sorted({r["commit"] for r in rows})
     text = bl.section(f"GPU speed ({', '.join(devices)})", f"{', '.join(devices)} (device tool), torch {rows[0]['torch']}",
                       "n/a: the GPU machine ran nothing else", "n/a", f"nmtkit @ {', '.join(commits)}", body,

@@ -33,7 +33,7 @@ Conventions (documented because tests and CLIs rely on them):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
 import torch
 from torch import Tensor
@@ -43,7 +43,6 @@ from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
 from nmtkit.generate.static_search import SearchGraphs
-from nmtkit.generate.step_graphs import SearchStepGraphs, pad_source
 from nmtkit.utils.checks import one_of_message
 
 _NEG_INF = float("-inf")
@@ -162,7 +161,7 @@ def beam_search(
     options: SearchOptions = SearchOptions(),
     return_attention: bool = True,
     shortlist: Optional[Tensor] = None,
-    step_graphs: Union[SearchStepGraphs, SearchGraphs, None] = None,
+    search_graphs: Optional[SearchGraphs] = None,
 ) -> list[list[Hypothesis]]:
     """Translate a batch: for each input sentence, up to ``options.nbest`` hypotheses, best first.
 
@@ -171,16 +170,16 @@ def beam_search(
     ``shortlist``: sorted target ids starting with the four specials (``nmtkit.generate.shortlist``):
     every member's output layer is restricted to them and log-probabilities are normalised over
     them; with every id of the vocabulary the result is exactly the unrestricted one.
-    ``step_graphs``: run the decoder step through CUDA graphs (:mod:`nmtkit.generate.step_graphs`)
-    on a CUDA device, without a shortlist (which changes the output layer from batch to batch).
+    ``search_graphs``: on a CUDA device and without a shortlist (which changes the output layer from
+    batch to batch), the same search in fixed shapes, each step a CUDA graph replay
+    (:mod:`nmtkit.generate.static_search`).
     """
     o = options
     if shortlist is None:
-        graphs = step_graphs if step_graphs is not None and step_graphs.applies(src_tokens) else None
-        if isinstance(graphs, SearchGraphs):
-            return graphs.search(model, src_tokens, src_lengths, o, return_attention)
+        if search_graphs is not None and search_graphs.applies(src_tokens):
+            return search_graphs.search(model, src_tokens, src_lengths, o, return_attention)
         return _search(model, src_tokens, src_lengths, o.beam, o.nbest, o.max_len_a, o.max_len_b, o.min_len,
-                       o.lenpen, o.lenpen_form, o.unkpen, return_attention, None, graphs)
+                       o.lenpen, o.lenpen_form, o.unkpen, return_attention, None)
     from nmtkit.generate.shortlist import check_shortlist
 
     check_shortlist(shortlist, len(model.tgt_dict))
@@ -288,15 +287,11 @@ def _pick_finished(ends: list[list[int]], active: list[int], finished: list[list
 def _search(
     model: EnsembleModel, src_tokens: Tensor, src_lengths: Tensor, beam: int, nbest: int, max_len_a: float,
     max_len_b: int, min_len: int, lenpen: float, lenpen_form: str, unkpen: float, return_attention: bool,
-    shortlist: Optional[Tensor], graphs: Optional[SearchStepGraphs] = None,
+    shortlist: Optional[Tensor],
 ) -> list[list[Hypothesis]]:
     """The search of :func:`beam_search`; with a shortlist, column ``c`` of the log-probs is token
-    ``shortlist[c]`` (columns 0-3 are the specials, so their constraints need no mapping).  With
-    ``graphs``, the source is padded to the graphs' length step and every step after the first
-    runs through them."""
+    ``shortlist[c]`` (columns 0-3 are the specials, so their constraints need no mapping)."""
     n_sent, device = src_tokens.size(0), src_tokens.device
-    if graphs is not None:
-        src_tokens = pad_source(src_tokens, graphs.length_step)
     src_lens = [int(n) for n in src_lengths.tolist()]
     max_lens = [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lens]
     encs = model.encode(src_tokens, src_lengths)
@@ -318,10 +313,7 @@ def _search(
     step = 0
     while active:
         n_act = len(active)
-        if graphs is None or step == 0:
-            lprobs, attn, states = model.decode_step(hist.tokens[:, -1], states, encs)
-        else:
-            lprobs, attn, states = graphs.step(model, hist.tokens[:, -1], states, encs)
+        lprobs, attn, states = model.decode_step(hist.tokens[:, -1], states, encs)
         attn = attn if return_attention else None
         _constrain_(lprobs, step, min_len, unkpen, max_len_rows, step >= min(max_lens[s] for s in active))
         if cand_buf is None or cand_buf.dtype != lprobs.dtype:

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
     from nmtkit.generate.static_search import SearchGraphs
-    from nmtkit.generate.step_graphs import SearchStepGraphs
 
 #: Sentences per batch of every inference command unless it says otherwise (the one default).
 DEFAULT_BATCH_SIZE = 64
@@ -69,7 +68,7 @@ class ModelBundle:
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens: Optional[int] = None
     #: The search as CUDA graphs (``--cuda-graphs``; nmtkit.generate.static_search).
-    step_graphs: Union["SearchGraphs", "SearchStepGraphs", None] = None
+    search_graphs: Optional["SearchGraphs"] = None
 
     @classmethod
     def load(cls, path: PathsLike, *, device: Union[str, torch.device, None] = None, amp: str = "auto",

@@ -179,7 +179,7 @@ class Translator:
         ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
         over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
         attention.  ``cuda_graphs``: the search's decoder step as CUDA graphs (a CUDA device, no
-        shortlist; :mod:`nmtkit.generate.step_graphs`).  The rest are the search options of ``nmtkit-translate``
+        shortlist; :mod:`nmtkit.generate.static_search`).  The rest are the search options of ``nmtkit-translate``
         (:class:`~nmtkit.generate.beam.SearchOptions`, whose defaults these are).
         """
         from nmtkit.data.lexicon import load_lexicon
@@ -301,7 +301,7 @@ class Translator:
         with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {self.search.beam} "
                               "(lower --beam, --batch-size or --max-tokens)"), self.bundle.autocast():
             return beam_search(self.model, src, lengths, self.search, return_attention=self.replace_unk or self.alignments,
-                               shortlist=shortlist, step_graphs=self.bundle.step_graphs)
+                               shortlist=shortlist, search_graphs=self.bundle.search_graphs)
 
     def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[int, dict[int, torch.Tensor]]:
         """``sentence -> candidate -> attention [len + 1, S]`` of every candidate with an ``<unk>``,

@@ -106,9 +106,33 @@ def other_rows(records: list[dict]) -> Iterable[list[str]]:
     r = latest(records, bench="score_memory")
     if r is not None:
         yield [f"nmtkit-score, {r['lines']:,} lines, BLEU + chrF", f"peak RSS {r['maxrss_mb']:.0f} MB, {r['wall_s']:.0f} s", "", "", stamp(r)]
+    yield from gpu_rows(records)
+
+
+def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
+    """The newest GPU records: training against the plain PyTorch peer (eager like for like, then
+    ``--cuda-graphs``), translation against nmtkit's own eager search; older records (no
+    ``system`` field, 2026-11-23) as they were."""
+    for amp in ("none", "bf16"):
+        prec = "float32" if amp == "none" else "bf16"
+        peer = latest(records, bench="gpu_train_speed", system="plain-lstmcell", amp=amp)
+        for system, label in (("nmtkit-eager", "like for like, eager"), ("nmtkit-graphs", "fast path, --cuda-graphs")):
+            r = latest(records, bench="gpu_train_speed", system=system, amp=amp)
+            if r is not None and peer is not None and "tok_s" in r:
+                yield [f"GPU training luong_wmt_en_de, {prec}, {label} ({r['device']})", f"{r['tok_s']:,.0f} tgt tok/s",
+                       f"plain PyTorch LSTMCell loop {peer['tok_s']:,.0f}", bl.ratio(r["tok_s"], peer["tok_s"]), stamp(r)]
+    for amp in ("none", "bf16"):
+        eager = latest(records, bench="gpu_translate_speed", system="nmtkit-eager", amp=amp)
+        graphs = latest(records, bench="gpu_translate_speed", system="nmtkit-graphs", amp=amp)
+        if eager is not None and graphs is not None and "sent_s" in graphs and graphs["commit"] == eager["commit"]:
+            yield [f"GPU translation test2016, beam 5, {'float32' if amp == 'none' else 'bf16'}, --cuda-graphs, "
+                   f"{graphs['arch']} ({graphs['device']})", f"{graphs['sent_s']:,.0f} sent/s, BLEU {graphs['bleu']:.2f}",
+                   f"nmtkit eager {eager['sent_s']:,.0f}, BLEU {eager['bleu']:.2f}", bl.ratio(graphs["sent_s"], eager["sent_s"]),
+                   stamp(graphs)]
     for metric, field, unit in (("gpu_train_speed", "tok_s", "tgt tok/s"), ("gpu_translate_speed", "sent_s", "sent/s")):
-        for amp in ("none", "bf16"):  # eager float32 first, then bf16 (no torch.compile rows: they were slower)
-            r = latest(records, bench=metric, amp=amp, **({"compile": False} if metric == "gpu_translate_speed" else {}))
+        for amp in ("none", "bf16"):  # the first GPU records: eager float32 and bf16 (torch.compile rows were slower)
+            r = latest([x for x in records if "system" not in x], bench=metric, amp=amp,
+                       **({"compile": False} if metric == "gpu_translate_speed" else {}))
             if r is not None:
                 what = f"{metric.replace('_', ' ')}, {'float32' if amp == 'none' else 'bf16'} ({r.get('device', '?')})"
                 bleu = f", BLEU {r['bleu']:.2f}" if "bleu" in r else ""

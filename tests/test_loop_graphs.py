@@ -118,6 +118,8 @@ def test_cuda_graphs_need_cuda(data_dir, tmp_path) -> None:
                                                 "save_dir": str(tmp_path / "ck"), "no_progress": True})
     with pytest.raises(NmtkitError, match="--cuda-graphs needs a CUDA device"):
         Trainer(opt, {}, Console(stderr=True), distmod.DistInfo())
+    with pytest.raises(NmtkitError, match="not with distributed training"):
+        Trainer(opt, {}, Console(stderr=True), distmod.DistInfo(rank=0, world_size=2))
 
 
 # -- on a CUDA GPU --------------------------------------------------------------------------

@@ -90,6 +90,8 @@ class Trainer:
         with allocation_guard(f"building {opt.arch} on {self.device} ({model_size_hint(self.cfg)})"):
             self.model = registry.build_model(self.model_name, self.cfg, self.data.src_dict, self.data.tgt_dict).to(self.device)
         if opt.cuda_graphs:
+            if dist.enabled:  # DistributedDataParallel's hooks with graphed loops are untested on several GPUs
+                raise NmtkitError("--cuda-graphs is for one process: not with distributed training (torchrun) yet")
             if self.device.type != "cuda":
                 raise NmtkitError(f"--cuda-graphs needs a CUDA device (this run is on {self.device})")
             from nmtkit.models.loop_graphs import LoopGraphs

@@ -1,3 +1,3 @@
-from nmtkit.cli.main import main
+from nmtkit.launch import nmtkit
 
-main()
+nmtkit()

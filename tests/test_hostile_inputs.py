@@ -406,6 +406,37 @@ main()
 """
 
 
+_SIGNAL_WHILE_IMPORTING_CLICK = """
+import os, signal, sys
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.{sig})
+        return None
+sys.meta_path.insert(0, Hook())
+from nmtkit.launch import {entry}
+{entry}()
+"""
+
+
+@pytest.mark.parametrize("entry, prog", [("translate", "nmtkit-translate"), ("nmtkit", "nmtkit"), ("score", "nmtkit-score")])
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_before_the_command_module_has_loaded_is_an_interrupt(tmp_path, entry, prog, sig):
+    """The console scripts import their command's module (click first) before any handler of
+    nmtkit's exists: a Ctrl-C there was a traceback, a SIGTERM a death by the signal.
+    nmtkit.launch guards that import: one line, status 130."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_IMPORTING_CLICK.format(sig=sig, entry=entry), "--help"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == f"{prog}: interrupted\n"
+    assert proc.stdout == ""
+
+
 @pytest.mark.parametrize("module, argv", [("nmtkit.cli.train", []), ("nmtkit.cli.main", ["train"])])
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("at", ["torch", "numpy"])

@@ -39,47 +39,12 @@ import torch
 from torch import Tensor
 
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from nmtkit.errors import NmtkitError
 from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
+from nmtkit.generate.hypothesis import Hypothesis, length_penalty
+from nmtkit.generate.search_options import SearchOptions
 from nmtkit.generate.static_search import SearchGraphs
-from nmtkit.utils.checks import one_of_message
 
 _NEG_INF = float("-inf")
-
-
-@dataclass
-class Hypothesis:
-    """One finished translation.
-
-    ``tokens``: output ids **without** the final ``</s>``.  ``positional_scores``: float
-    tensor ``[len(tokens) + 1]``, the model log-probability of each output token and of
-    ``</s>``.  ``attention``: ``[len(tokens) + 1, src_len]`` (rows: output tokens then the
-    ``</s>`` step; columns: the real source positions including the source ``</s>``, padding
-    cut off) or ``None`` when no model has attention.  ``length``: ``len(tokens) + 1``, the
-    length the penalty uses.  ``score``: the length-normalized score used for ranking.
-    All tensors are on the CPU.
-    """
-
-    tokens: list[int]
-    score: float
-    positional_scores: Tensor
-    attention: Optional[Tensor]
-    length: int
-
-    @property
-    def log_prob(self) -> float:
-        """Total model log-probability of the output including ``</s>``."""
-        return float(self.positional_scores.sum())
-
-
-def length_penalty(length: int, lenpen: float, form: str) -> float:
-    """The divisor applied to a cumulative log-probability of ``length`` steps."""
-    if form == "fairseq":
-        return float(length) ** lenpen
-    if form == "gnmt":
-        return ((5.0 + length) / 6.0) ** lenpen
-    raise NmtkitError(one_of_message("--lenpen-form", form, LENPEN_FORMS))
 
 
 #: Elements per group of :func:`chunked_topk`.

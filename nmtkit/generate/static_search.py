@@ -35,13 +35,12 @@ from torch import Tensor
 
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import NmtkitError
+from nmtkit.generate.hypothesis import Hypothesis, length_penalty
 from nmtkit.generate.search_options import SearchOptions
 from nmtkit.models.base import DecoderState, EncoderOutput
 from nmtkit.models.loop_graphs import round_up
 
 _NEG_INF = float("-inf")
-#: Columns of the candidate scores are padded to a multiple of this (as in nmtkit.generate.beam).
-_WIDTH_STEP = 8
 
 
 def exact_topk(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
@@ -73,7 +72,7 @@ class _State:
     alive: Tensor         # [N] still taking finished hypotheses
     max_len_rows: Tensor  # [R]
     max_len: Tensor       # [N]
-    cand: Tensor          # [R, W] candidate scores (columns past the vocabulary stay -inf)
+    cand: Tensor          # [R, V] candidate scores
     hist_tokens: Tensor   # [R, T + 1] <s> then the emitted tokens
     hist_pos: Tensor      # [R, T] their log-probabilities
     hist_att: Optional[Tensor]  # [R, T, S] their attention rows (float32)
@@ -110,11 +109,10 @@ def _step(model, s: _State, o: SearchOptions) -> None:  # noqa: ANN001 - an Ense
     lprobs.masked_fill_(forced.unsqueeze(1), _NEG_INF)
     lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
 
-    width = s.cand.size(1)
-    torch.add(lprobs, s.scores.unsqueeze(1), out=s.cand[:, :vocab])
-    vals, flat = exact_topk(s.cand.view(n, k * width), 2 * k)
-    tok = flat.remainder(width).clamp_(max=vocab - 1)
-    rows = torch.arange(n, device=vals.device).unsqueeze(1) * k + torch.div(flat, width, rounding_mode="floor")
+    torch.add(lprobs, s.scores.unsqueeze(1), out=s.cand)
+    vals, flat = exact_topk(s.cand.view(n, k * vocab), 2 * k)
+    tok = flat.remainder(vocab)
+    rows = torch.arange(n, device=vals.device).unsqueeze(1) * k + torch.div(flat, vocab, rounding_mode="floor")
     step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n, 2 * k)
     if o.unkpen:
         step_lp = step_lp + o.unkpen * (tok == UNK_ID)
@@ -199,7 +197,7 @@ class SearchGraphs:
         return x.is_cuda
 
     def search(self, model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOptions,  # noqa: ANN001
-               return_attention: bool) -> list[list["Hypothesis"]]:
+               return_attention: bool) -> list[list[Hypothesis]]:
         """The search of :func:`nmtkit.generate.beam.beam_search` (no shortlist)."""
         n_real = src_tokens.size(0)
         if n_real == 0:
@@ -309,7 +307,7 @@ def _new_state(states: list[DecoderState], encs: list[EncoderOutput], start: dic
     hist_tokens = torch.zeros(r, steps + 1, dtype=torch.long, device=dev)
     hist_tokens[:, 0] = BOS_ID
     return _State(
-        states=states, encs=encs, **start, cand=torch.full((r, round_up(vocab, _WIDTH_STEP)), _NEG_INF, device=dev),
+        states=states, encs=encs, **start, cand=torch.empty(r, vocab, device=dev),
         hist_tokens=hist_tokens, hist_pos=torch.zeros(r, steps, device=dev),
         hist_att=torch.zeros(r, steps, src_len, device=dev) if attention else None,
         fin_tokens=torch.zeros(slots, steps + 1, dtype=torch.long, device=dev), fin_pos=torch.zeros(slots, steps, device=dev),
@@ -347,9 +345,7 @@ def _keep_derived(s: _State, before: set[tuple[int, str]]) -> None:
 
 
 def _hypotheses(s: _State, n_real: int, k: int, o: SearchOptions, src_lens: list[int],
-                attention: bool) -> list[list["Hypothesis"]]:
-    from nmtkit.generate.beam import Hypothesis, length_penalty
-
+                attention: bool) -> list[list[Hypothesis]]:
     count = s.fin_count[:n_real].tolist()
     rows = n_real * (k + 1)
     tokens, pos, val, length = (t[:rows].cpu() for t in (s.fin_tokens, s.fin_pos, s.fin_val, s.fin_len))

@@ -1,0 +1,86 @@
+"""The console scripts' entry points: each imports its command module under a guard.
+
+Why: a console script imports its command's module before any of nmtkit's handlers exist
+(click, ``nmtkit.cli.common`` and, for ``nmtkit-train``, torch and the models), so a Ctrl-C in
+those first tens of milliseconds was a ``KeyboardInterrupt`` traceback and a SIGTERM a death by
+the signal.  Here SIGTERM is an interrupt while the module loads, and an interrupt then ends the
+command with one line and status 130, as a running command's would.  This module imports
+nothing but the standard library's already-loaded parts, so the unguarded time is Python's own
+start-up.
+"""
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+
+#: Entry point -> (module with ``main``, program name in messages).
+COMMANDS = {
+    "nmtkit": ("nmtkit.cli.main", "nmtkit"),
+    "preprocess": ("nmtkit.cli.preprocess", "nmtkit-preprocess"),
+    "train": ("nmtkit.cli.train", "nmtkit-train"),
+    "translate": ("nmtkit.cli.translate", "nmtkit-translate"),
+    "score": ("nmtkit.cli.score", "nmtkit-score"),
+    "align": ("nmtkit.cli.align", "nmtkit-align"),
+    "average": ("nmtkit.cli.average", "nmtkit-average"),
+    "shortlist": ("nmtkit.cli.shortlist", "nmtkit-shortlist"),
+    "sample": ("nmtkit.cli.sample", "nmtkit-sample"),
+}
+
+
+def _interrupt(signum: int, frame: object) -> None:  # noqa: ARG001 - a signal handler's signature
+    raise KeyboardInterrupt
+
+
+def run(name: str) -> None:
+    """Import the command ``name`` of :data:`COMMANDS` under the guard, then run it."""
+    module, prog = COMMANDS[name]
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        main = importlib.import_module(module).main
+    except KeyboardInterrupt:
+        try:
+            sys.stderr.write(f"{prog}: interrupted\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):  # stderr closed or gone: the status still says it
+            pass
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    main()
+
+
+def nmtkit() -> None:
+    run("nmtkit")
+
+
+def preprocess() -> None:
+    run("preprocess")
+
+
+def train() -> None:
+    run("train")
+
+
+def translate() -> None:
+    run("translate")
+
+
+def score() -> None:
+    run("score")
+
+
+def align() -> None:
+    run("align")
+
+
+def average() -> None:
+    run("average")
+
+
+def shortlist() -> None:
+    run("shortlist")
+
+
+def sample() -> None:
+    run("sample")

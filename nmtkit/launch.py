@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import signal
 import sys
+from functools import partial
 
 #: Entry point -> (module with ``main``, program name in messages).
 COMMANDS = {
@@ -50,37 +51,13 @@ def run(name: str) -> None:
     main()
 
 
-def nmtkit() -> None:
-    run("nmtkit")
-
-
-def preprocess() -> None:
-    run("preprocess")
-
-
-def train() -> None:
-    run("train")
-
-
-def translate() -> None:
-    run("translate")
-
-
-def score() -> None:
-    run("score")
-
-
-def align() -> None:
-    run("align")
-
-
-def average() -> None:
-    run("average")
-
-
-def shortlist() -> None:
-    run("shortlist")
-
-
-def sample() -> None:
-    run("sample")
+# The console scripts (setup.cfg), one per command.
+nmtkit = partial(run, "nmtkit")
+preprocess = partial(run, "preprocess")
+train = partial(run, "train")
+translate = partial(run, "translate")
+score = partial(run, "score")
+align = partial(run, "align")
+average = partial(run, "average")
+shortlist = partial(run, "shortlist")
+sample = partial(run, "sample")

@@ -22,6 +22,7 @@ others), then ``--updates`` updates.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import subprocess
 import sys
@@ -201,6 +202,7 @@ def measure(args: argparse.Namespace) -> None:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "gpu_rows.jsonl"
+    rows_path.write_text("", encoding="utf-8")  # a rerun into the same folder starts afresh
     device = torch.cuda.get_device_name(0)
     base = {"device": device, "commit": args.commit, "torch": torch.__version__, "arch": "luong_wmt_en_de"}
 
@@ -217,6 +219,7 @@ def measure(args: argparse.Namespace) -> None:
             except Exception as exc:  # noqa: BLE001 - a failing system is a result too, and the rest still run
                 r = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
             emit({"bench": "gpu_train_speed", "system": system, "amp": amp, "max_tokens": args.max_tokens, **r})
+            gc.collect()  # a graphed model and its graphs hold each other: free them before the next system
             torch.cuda.empty_cache()
     ckpt, trained = (Path(args.ckpt), "given") if args.ckpt else (None, None)
     if ckpt is None and args.quality_minutes > 0:
@@ -235,6 +238,7 @@ def measure(args: argparse.Namespace) -> None:
                 continue
             hyps[f"{search}-{amp}"] = r.pop("hyps")
             arches[search] = r["arch"]
+            (out / "hyps.json").write_text(json.dumps(hyps), encoding="utf-8")  # each time: a killed run keeps them
             emit({"bench": "gpu_translate_speed", "system": search, "amp": amp, "beam": 5, "batch_size": args.batch_size,
                   "hyp": f"{search}-{amp}", "model": args.model_label or str(ckpt), "trained": trained, **r})
     for graphs in (False, True):  # the command line, start-up included
@@ -264,18 +268,21 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
 
     refs = Path(ref).read_text(encoding="utf-8").splitlines()
     rows = []
-    for d in map(Path, dirs):
+    for d in (Path(x) for x in dirs):
         got = [json.loads(line) for line in (d / "gpu_rows.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
         log = d / "train_quality.log"
+        saved = json.loads((d / "hyps.json").read_text(encoding="utf-8")) if (d / "hyps.json").exists() else {}
         for r in got:
             r["_dir"] = str(d)
-            if r.get("system") == "nmtkit-graphs" and r["bench"] == "gpu_translate_speed" and not (d / "hyps.json").exists():
-                r["system"] = "nmtkit-stepgraphs"  # runs without hyps.json predate the fixed-shape search
+            if r.get("system") == "nmtkit-graphs" and r["bench"] == "gpu_translate_speed" and "model" not in r:
+                r["system"] = "nmtkit-stepgraphs"  # rows without "model" predate the fixed-shape search (42f9a93)
             if r["bench"] in ("gpu_translate_speed", "gpu_translate_command") and "hyp" in r:
-                if (d / "hyps.json").exists():
-                    r["_hyps"] = json.loads((d / "hyps.json").read_text(encoding="utf-8"))[r["hyp"]]
-                else:  # runs before 42f9a93 wrote one file per translation
+                if r["hyp"] in saved:
+                    r["_hyps"] = saved[r["hyp"]]
+                elif (d / r["hyp"]).is_file():  # runs before 4487d8a wrote one file per translation
                     r["_hyps"] = (d / r["hyp"]).read_text(encoding="utf-8").splitlines()
+                else:
+                    continue  # a run killed before its hypotheses were written: no BLEU to give
                 r["bleu"] = round(sacrebleu.corpus_bleu(r["_hyps"], [refs]).score, 2)
                 r["_batching"] = _batching(log)
         rows += got
@@ -333,15 +340,15 @@ def report(args: argparse.Namespace) -> None:
     devices = sorted({r["device"] for r in rows})
     body = ""
     if train:
-        r0 = train_rows[0]
+        r0 = next((r for r in train_rows if "tok_s" in r), train_rows[0])
         body += (f"Training `luong_wmt_en_de` (4 x 1000 LSTMs, local-p attention, input feeding; {r0.get('params', 0) / 1e6:.1f}M "
                  f"parameters with Multi30k's joint BPE 8k), Multi30k en-de at `--max-tokens {r0.get('max_tokens')}`, target "
                  f"tokens/s over {r0.get('updates')} updates after warm-up; the peer is `{PEER}` (bench/gpu_peers.py):\n\n"
                  + bl.md_table(["system", "autocast", "target tok/s", "vs peer", "peak GiB", "graph shapes", "commit"], train)
                  + "\n\n")
     if trans:
-        r0 = next(r for r in trans_rows if "batch_size" in r)
-        body += (f"Translation of test2016 (1,000 sentences), beam 5, batch {r0['batch_size']}, timed over the whole file "
+        r0 = next((r for r in trans_rows if "batch_size" in r), {})
+        body += (f"Translation of test2016 (1,000 sentences), beam 5, batch {r0.get('batch_size', '?')}, timed over the whole file "
                  "(after a first pass, which also captures the graphs); `nmtkit-stepgraphs` replays only the decoder step "
                  "as a graph, `nmtkit-graphs` the whole fixed-shape search step (`--cuda-graphs`); 'lines as eager' counts "
                  "the output lines equal to the eager search's at the same precision and model:\n\n"
@@ -353,7 +360,7 @@ def report(args: argparse.Namespace) -> None:
             heads = [line for line in prof.read_text(encoding="utf-8").splitlines() if "wall " in line and "kernels" in line]
             if not Path(d, "hyps.json").exists():  # then --cuda-graphs graphed the decoder step alone
                 heads = [h.replace("graphed search", "nmtkit-stepgraphs search") for h in heads]
-            of = next((r for r in trans_rows if r["_dir"] == d and "sent_s" in r), {})
+            of = next((r for r in trans_rows if r["_dir"] == str(Path(d)) and "sent_s" in r), {})
             body += (f"Profile of one search batch (torch.profiler; {_model_cell(of)} at {of.get('commit', '?')}):\n\n"
                      + "\n".join(f"- {h}" for h in heads) + "\n\n")
     commits = sorted({r["commit"] for r in rows})

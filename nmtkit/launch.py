@@ -4,9 +4,9 @@ Why: a console script imports its command's module before any of nmtkit's handle
 (click, ``nmtkit.cli.common`` and, for ``nmtkit-train``, torch and the models), so a Ctrl-C in
 those first tens of milliseconds was a ``KeyboardInterrupt`` traceback and a SIGTERM a death by
 the signal.  Here SIGTERM is an interrupt while the module loads, and an interrupt then ends the
-command with one line and status 130, as a running command's would.  This module imports
-nothing but the standard library's already-loaded parts, so the unguarded time is Python's own
-start-up.
+command with one line and status 130, as a running command's would.  Before the guard only
+Python's own start-up and ``nmtkit/__init__.py`` (which imports ``importlib`` and ``typing``)
+run unguarded.
 """
 from __future__ import annotations
 
@@ -33,10 +33,18 @@ def _interrupt(signum: int, frame: object) -> None:  # noqa: ARG001 - a signal h
     raise KeyboardInterrupt
 
 
-def run(name: str) -> None:
-    """Import the command ``name`` of :data:`COMMANDS` under the guard, then run it."""
+def run(name: str) -> object:
+    """Import the command ``name`` of :data:`COMMANDS` under the guard, then run it.  A SIGTERM
+    that the parent set to be ignored stays ignored, and off the main thread (no signal handlers
+    there) the import is simply not guarded."""
     module, prog = COMMANDS[name]
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.getsignal(signal.SIGTERM)
+    guard = previous is not signal.SIG_IGN
+    if guard:
+        try:
+            signal.signal(signal.SIGTERM, _interrupt)
+        except ValueError:  # not the main thread
+            guard = False
     try:
         main = importlib.import_module(module).main
     except KeyboardInterrupt:
@@ -47,8 +55,9 @@ def run(name: str) -> None:
             pass
         raise SystemExit(130) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
-    main()
+        if guard:
+            signal.signal(signal.SIGTERM, previous)
+    return main()
 
 
 # The console scripts (setup.cfg), one per command.

@@ -120,6 +120,9 @@ def test_cuda_graphs_need_cuda(data_dir, tmp_path) -> None:
         Trainer(opt, {}, Console(stderr=True), distmod.DistInfo())
     with pytest.raises(NmtkitError, match="not with distributed training"):
         Trainer(opt, {}, Console(stderr=True), distmod.DistInfo(rank=0, world_size=2))
+    opt.update_freq = 2
+    with pytest.raises(NmtkitError, match="not with --update-freq above 1"):
+        Trainer(opt, {}, Console(stderr=True), distmod.DistInfo())
 
 
 # -- on a CUDA GPU --------------------------------------------------------------------------

@@ -115,13 +115,24 @@ def test_an_ensemble() -> None:
         _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o))
 
 
-def test_a_full_cache_still_searches() -> None:
+@pytest.mark.parametrize("limit", [dict(max_shapes=0), dict(max_buffer_bytes=1000)])
+def test_a_full_cache_or_huge_buffers_take_the_eager_search(limit: dict) -> None:
     model = EnsembleModel([tiny_model("luong_tiny")])
-    graphs = EagerStatic(max_shapes=0)
+    graphs = EagerStatic(**limit)
     src, lengths = _batch(1, 6)
     o = SearchOptions(beam=3, max_len_b=12)
+    assert graphs.search(model, src, lengths, o, True) is None
     _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o))
     assert not graphs.graphs
+
+
+def test_options_that_act_on_the_host_share_a_graph() -> None:
+    model = EnsembleModel([tiny_model("luong_tiny")])
+    graphs = EagerStatic()
+    src, lengths = _batch(1, 6)
+    for o in (SearchOptions(beam=3, max_len_b=12), SearchOptions(beam=3, max_len_b=10, nbest=2, lenpen=0.5)):
+        _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o))
+    assert len(graphs.graphs) == 1
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

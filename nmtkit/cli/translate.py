@@ -62,7 +62,7 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--shortlist-frequent", default=100, show_default=True, type=click.IntRange(min=0),
               help="Most frequent target symbols always in the shortlist.")
 @click.option("--cuda-graphs", is_flag=True,
-              help="On CUDA, replay the search's decoder step as CUDA graphs, batches padded to buckets (faster; "
+              help="On CUDA, run the search in fixed shapes, each step one CUDA graph replay, batches padded to buckets (faster; "
                    "output can differ from the eager search's in the rounding; not with --shortlist).")
 @click.option("--strict", is_flag=True,
               help="Stop at the first line that is not valid UTF-8 (default: replace its bad bytes by U+FFFD and warn).")

@@ -142,7 +142,9 @@ def beam_search(
     o = options
     if shortlist is None:
         if search_graphs is not None and search_graphs.applies(src_tokens):
-            return search_graphs.search(model, src_tokens, src_lengths, o, return_attention)
+            found = search_graphs.search(model, src_tokens, src_lengths, o, return_attention)
+            if found is not None:
+                return found
         return _search(model, src_tokens, src_lengths, o.beam, o.nbest, o.max_len_a, o.max_len_b, o.min_len,
                        o.lenpen, o.lenpen_form, o.unkpen, return_attention, None)
     from nmtkit.generate.shortlist import check_shortlist

@@ -77,8 +77,8 @@ class ModelBundle:
         """Load a checkpoint or an ensemble (``"a.pt:b.pt"`` or a list).  ``device``: None or
         ``"auto"`` takes a GPU when present; ``amp``: ``auto|none|bf16|fp16``
         (:func:`nmtkit.utils.amp.resolve_amp`); ``quantize``: ``none|int8``
-        (:mod:`nmtkit.generate.quantize`); ``cuda_graphs``: the search's decoder step as CUDA
-        graphs (a CUDA device only).  Options are checked before the (slow) loading."""
+        (:mod:`nmtkit.generate.quantize`); ``cuda_graphs``: the search in fixed shapes, each step
+        a CUDA graph replay (a CUDA device only).  Options are checked before the (slow) loading."""
         from nmtkit.checkpoint import pipelines_from_checkpoint
         from nmtkit.generate.quantize import check_quantize, quantize_ensemble
         from nmtkit.utils.amp import resolve_amp

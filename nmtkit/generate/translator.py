@@ -178,7 +178,7 @@ class Translator:
         (:mod:`nmtkit.generate.shortlist`).  ``unk_posterior`` (with ``replace_unk``): choose each
         ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
         over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
-        attention.  ``cuda_graphs``: the search's decoder step as CUDA graphs (a CUDA device, no
+        attention.  ``cuda_graphs``: the search in fixed shapes, each step a CUDA graph replay (a CUDA device, no
         shortlist; :mod:`nmtkit.generate.static_search`).  The rest are the search options of ``nmtkit-translate``
         (:class:`~nmtkit.generate.beam.SearchOptions`, whose defaults these are).
         """

@@ -92,6 +92,9 @@ class Trainer:
         if opt.cuda_graphs:
             if dist.enabled:  # DistributedDataParallel's hooks with graphed loops are untested on several GPUs
                 raise NmtkitError("--cuda-graphs is for one process: not with distributed training (torchrun) yet")
+            if opt.update_freq > 1:  # autograd may adopt a graph's gradient buffer as .grad, which its next replay overwrites
+                raise NmtkitError("--cuda-graphs needs one batch per update: not with --update-freq above 1 "
+                                  "(raise --max-tokens instead)")
             if self.device.type != "cuda":
                 raise NmtkitError(f"--cuda-graphs needs a CUDA device (this run is on {self.device})")
             from nmtkit.models.loop_graphs import LoopGraphs

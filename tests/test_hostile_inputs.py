@@ -437,6 +437,18 @@ def test_a_signal_before_the_command_module_has_loaded_is_an_interrupt(tmp_path,
     assert proc.stdout == ""
 
 
+def test_a_sigterm_the_parent_ignores_stays_ignored_while_loading(tmp_path):
+    """nohup-like parents pass SIGTERM on ignored: the launcher's guard must not turn it back on."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_IMPORTING_CLICK.format(sig="SIGTERM", entry="translate"),
+                           "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_IGN))
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage:" in proc.stdout
+
+
 @pytest.mark.parametrize("module, argv", [("nmtkit.cli.train", []), ("nmtkit.cli.main", ["train"])])
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("at", ["torch", "numpy"])

@@ -391,7 +391,7 @@ def test_bpe_codes_cut_short_after_preprocessing_are_refused_in_one_line(tiny_pa
     assert res.exit_code == 0, res.output
 
 
-_SIGNAL_WHILE_IMPORTING_TORCH = """
+_SIGNAL_WHILE_IMPORTING = """
 import os, signal, sys
 class Hook:
     def find_spec(self, name, path=None, target=None):
@@ -400,24 +400,12 @@ class Hook:
             os.kill(os.getpid(), signal.{sig})
         return None
 sys.meta_path.insert(0, Hook())
-sys.argv[0] = "nmtkit-train"
-from {module} import main
-main()
+{run}
 """
-
-
-_SIGNAL_WHILE_IMPORTING_CLICK = """
-import os, signal, sys
-class Hook:
-    def find_spec(self, name, path=None, target=None):
-        if name == "click":
-            sys.meta_path.remove(self)
-            os.kill(os.getpid(), signal.{sig})
-        return None
-sys.meta_path.insert(0, Hook())
-from nmtkit.launch import {entry}
-{entry}()
-"""
+_SIGNAL_WHILE_IMPORTING_TORCH = _SIGNAL_WHILE_IMPORTING.replace(
+    "{run}", 'sys.argv[0] = "nmtkit-train"\nfrom {module} import main\nmain()')
+_SIGNAL_WHILE_IMPORTING_CLICK = _SIGNAL_WHILE_IMPORTING.replace(
+    "{at}", "click").replace("{run}", "from nmtkit.launch import {entry}\n{entry}()")
 
 
 @pytest.mark.parametrize("entry, prog", [("translate", "nmtkit-translate"), ("nmtkit", "nmtkit"), ("score", "nmtkit-score")])

@@ -41,7 +41,7 @@ from torch import Tensor
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.hypothesis import Hypothesis, length_penalty
-from nmtkit.generate.search_options import SearchOptions
+from nmtkit.generate.search_options import SearchOptions, max_output_lengths
 from nmtkit.generate.static_search import SearchGraphs
 
 _NEG_INF = float("-inf")
@@ -260,7 +260,7 @@ def _search(
     ``shortlist[c]`` (columns 0-3 are the specials, so their constraints need no mapping)."""
     n_sent, device = src_tokens.size(0), src_tokens.device
     src_lens = [int(n) for n in src_lengths.tolist()]
-    max_lens = [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lens]
+    max_lens = max_output_lengths(src_lens, max_len_a, max_len_b)
     encs = model.encode(src_tokens, src_lengths)
     per_row = torch.arange(n_sent, device=device).repeat_interleave(beam)
     shared = model.shares_encoder_rows  # one copy of the encoder states per sentence, read by its beam rows

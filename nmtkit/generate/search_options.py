@@ -57,3 +57,9 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         check_search_options(self)
+
+
+def max_output_lengths(src_lengths: list[int], max_len_a: float, max_len_b: int) -> list[int]:
+    """Each sentence's output bound ``int(max_len_a * n_src + max_len_b)``, ``n_src`` its source
+    tokens without ``</s>`` (the lengths given include it); both searches use it."""
+    return [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lengths]

@@ -39,9 +39,10 @@ from torch import Tensor
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.hypothesis import Hypothesis, length_penalty
-from nmtkit.generate.search_options import SearchOptions
+from nmtkit.generate.search_options import SearchOptions, max_output_lengths
 from nmtkit.models.base import DecoderState, EncoderOutput
 from nmtkit.models.loop_graphs import round_up
+from nmtkit.utils.amp import autocast_key, uncached_autocast
 
 _NEG_INF = float("-inf")
 
@@ -209,7 +210,7 @@ class SearchGraphs:
         if n_real == 0:
             return []
         src_lens = [int(x) for x in src_lengths.tolist()]
-        max_lens = [max(0, int(o.max_len_a * (x - 1) + o.max_len_b)) for x in src_lens]
+        max_lens = max_output_lengths(src_lens, o.max_len_a, o.max_len_b)
         n = round_up(n_real, self.sentence_step)
         k = o.beam
         steps = max(max_lens) + 1
@@ -227,7 +228,7 @@ class SearchGraphs:
             encs = model.reorder_encoder_out(encs, per_row)
             states = model.init_decoder_state(encs)
         # only these options are baked into a step; the others act on the host or through the start values
-        key = (n, src_tokens.size(1), room, (o.beam, o.min_len, o.unkpen), attention, _autocast_key(),
+        key = (n, src_tokens.size(1), room, (o.beam, o.min_len, o.unkpen), attention, autocast_key(),
                _structure(states, encs))
         cap = self.graphs.get(key)
         if cap is None and len(self.graphs) >= self.max_shapes:
@@ -257,9 +258,7 @@ class SearchGraphs:
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         snapshot = [t.clone() for t in s.tensors()]
-        cast = torch.is_autocast_enabled("cuda")
-        # the graph must cast weights itself: autocast's cache is emptied when its context closes
-        with torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), enabled=cast, cache_enabled=False):
+        with uncached_autocast():
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):  # lazy initialisation (cuBLAS workspaces) stays out of the graph
@@ -271,11 +270,6 @@ class SearchGraphs:
             with torch.cuda.graph(graph, pool=self.pool):
                 _step(model, s, o)
         return graph.replay
-
-
-def _autocast_key() -> tuple:
-    cast = torch.is_autocast_enabled("cuda")
-    return (cast, torch.get_autocast_dtype("cuda") if cast else None)
 
 
 def _structure(states: list[DecoderState], encs: list[EncoderOutput]) -> tuple:

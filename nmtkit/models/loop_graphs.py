@@ -25,6 +25,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from nmtkit.utils.amp import autocast_key, uncached_autocast
+
 #: A dimension's role: "B" (sentences), "T" (target steps), "S" (source positions) or None (fixed).
 Dims = tuple[Optional[str], ...]
 
@@ -107,8 +109,7 @@ class LoopGraphs:
         """``getattr(owner, method)(*inputs)``, through the graph of the inputs' padded shape."""
         sizes = self._sizes(spec, inputs)
         padded = self._padded(sizes)
-        cast = torch.is_autocast_enabled("cuda")
-        key = (method, owner.training, tuple(sorted(padded.items())), cast, torch.get_autocast_dtype("cuda") if cast else None,
+        key = (method, owner.training, tuple(sorted(padded.items())), autocast_key(),
                tuple((x.dtype, x.requires_grad) for x in inputs))
         graphed = self.graphs.get(key)
         if graphed is None and len(self.graphs) >= self.max_shapes:
@@ -129,8 +130,6 @@ class LoopGraphs:
         sample = tuple(x.detach().clone().requires_grad_(x.requires_grad) for x in args)
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
-        cast = torch.is_autocast_enabled("cuda")
-        # graphs must cast weights on every replay: autocast's weight cache would be captured stale
-        with torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), enabled=cast, cache_enabled=False):
+        with uncached_autocast():
             return torch.cuda.make_graphed_callables(loop, sample, num_warmup_iters=self.warmup_iters,
                                                      allow_unused_input=True, pool=self.pool)

@@ -80,3 +80,20 @@ def autocast(device: torch.device, dtype: Optional[torch.dtype]) -> ContextManag
     import torch
 
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def autocast_key() -> tuple:
+    """CUDA autocast's state as a cache key: a graph captured under one precision is not another's."""
+    import torch
+
+    cast = torch.is_autocast_enabled("cuda")
+    return cast, torch.get_autocast_dtype("cuda") if cast else None
+
+
+def uncached_autocast() -> ContextManager:
+    """CUDA autocast as it stands, without its weight-cast cache, for CUDA graph capture: the cache
+    is emptied when the outer context closes, so a graph must make its casts on every replay."""
+    import torch
+
+    cast = torch.is_autocast_enabled("cuda")
+    return torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), enabled=cast, cache_enabled=False)

@@ -212,7 +212,7 @@ def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
         torch.testing.assert_close(pd[k], ps[k], rtol=1e-5, atol=1e-6)
 
 
-def test_stop_time_budget_goes_on_after_an_interruption_and_restarts_after_its_end(data_dir, tmp_path):
+def test_stop_time_budget_goes_on_after_an_interruption_and_is_the_total(data_dir, tmp_path):
     save = tmp_path / "t"
     res = run_train(data_dir, save, "--max-epoch", "1", "--stop-time-hours", "1")
     assert res.exit_code == 0 and "reached --stop-time-hours" not in res.output
@@ -230,8 +230,10 @@ def test_stop_time_budget_goes_on_after_an_interruption_and_restarts_after_its_e
     assert res.exit_code == 0 and "reached --stop-time-hours" in res.output, res.output
     state = load_checkpoint(last)["train_state"]["state"]
     assert state["epoch"] == 2 and state["batches_done"] == 1
-    set_spent(3600.0)  # the hour was used up: rerunning the command gets a new one
+    set_spent(3600.0)  # the hour was used up: rerunning the command trains nothing; a raised budget goes on
     res = run_train(data_dir, save, "--max-epoch", "3", "--stop-time-hours", "1")
+    assert res.exit_code == 0 and "already reached --stop-time-hours 1" in res.output, res.output
+    res = run_train(data_dir, save, "--max-epoch", "3", "--stop-time-hours", "2")
     assert res.exit_code == 0 and "reached --stop-time-hours" not in res.output, res.output
     assert load_checkpoint(last)["train_state"]["state"]["epoch"] == 4
 

@@ -8,7 +8,7 @@
 #   AMP=bf16 bash examples/multi30k/run.sh             # train in bf16 mixed precision (CPU with native bf16)
 #
 # Every step skips work already done: a finished training (marked by SEED_DIR/.trained) is not
-# repeated, an interrupted one resumes from checkpoint_last.pt (with a fresh --stop-time-hours
+# repeated, an interrupted one resumes from checkpoint_last.pt (with the rest of its --stop-time-hours
 # budget), and the average, translations and scores are redone whenever training ran.  Data: $NMTKIT_DATA/multi30k (raw text,
 # default ../shared/data).  Results: $WORK (default m30k-en-de/): data/, seed1/ (checkpoints,
 # learning_curve.png, train_log.jsonl), test2016.*.hyp and scores.txt.

@@ -71,7 +71,7 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @batching_options(default_batch_size=None, max_tokens_default="4000 without --batch-size")
 @click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")
 @click.option("--max-update", default=0, show_default=True, type=click.IntRange(min=0), help="Stop after this many updates (0: no limit).")
-@click.option("--stop-time-hours", default=0.0, show_default=True, type=FiniteFloat(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time of training (0: no limit). A run resumed after an interruption gets the rest; one resumed after reaching it, the whole time again.")
+@click.option("--stop-time-hours", default=0.0, show_default=True, type=FiniteFloat(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time of training, validation included, in all runs of --save-dir (0: no limit): a resumed run gets the rest; raise it to train further. Checked after each update and validation: a run overshoots by at most one update and one validation.")
 @click.option("--seed", default=1, show_default=True, type=SEED)
 @click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), help="[adam; the paper presets: theirs]")
 @click.option("--lr", type=FiniteFloat(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")

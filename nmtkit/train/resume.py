@@ -317,8 +317,8 @@ def _config_diff(name_a: Optional[str], cfg_a: dict, name_b: Optional[str], cfg_
 
 
 def nothing_left(opt: TrainOptions, state: TrainState) -> Optional[str]:
-    """Why a resumed run has nothing to train (--max-epoch, --max-update or --patience already
-    reached), or None.  Said instead of rewriting the same checkpoint with no update."""
+    """Why a resumed run has nothing to train (--max-epoch, --max-update, --stop-time-hours or
+    --patience already reached), or None.  Said instead of rewriting the same checkpoint with no update."""
     if opt.max_epoch > 0 and state.epochs_done >= opt.max_epoch:  # the epoch loop would not run at all
         where = (f"at the end of epoch {state.epochs_done}" if state.batches_done == 0 else
                  f"inside epoch {state.epoch}, after {state.batches_done} batches")
@@ -327,6 +327,9 @@ def nothing_left(opt: TrainOptions, state: TrainState) -> Optional[str]:
     if opt.max_update > 0 and state.update >= opt.max_update:
         return (f"already reached --max-update {opt.max_update} (checkpoint_last.pt is at update {state.update}); "
                 "raise --max-update to train further")
+    if opt.stop_time_hours > 0 and state.budget_wall_s >= opt.stop_time_hours * 3600:
+        return (f"already reached --stop-time-hours {opt.stop_time_hours:g} (the runs of this save dir trained "
+                f"{state.budget_wall_s / 3600:.3g} h in all); raise --stop-time-hours to train further")
     if opt.patience > 0 and state.bad_epochs >= opt.patience and state.batches_done == 0:
         return (f"already stopped early: validation {opt.best_checkpoint_metric} did not improve for "
                 f"{state.bad_epochs} epochs (--patience {opt.patience}); raise --patience to train further")

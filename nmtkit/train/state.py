@@ -23,8 +23,8 @@ class TrainState:
     epoch_nll: float = 0.0  # training NLL summed over the current epoch so far
     epoch_tokens: float = 0.0
     finished_epochs: list[dict] = field(default_factory=list)  # validation history
-    #: wall seconds of training spent in the current --stop-time-hours budget, so that a run
-    #: resumed after an interruption stops (and anneals) with the rest of it
+    #: wall seconds of training (validation included) spent by every run of this save dir, so that
+    #: a resumed run stops (and anneals) with the rest of the --stop-time-hours budget
     budget_wall_s: float = 0.0
 
     @property

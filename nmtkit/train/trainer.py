@@ -16,7 +16,7 @@ import math
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 import torch
 
@@ -121,8 +121,10 @@ class Trainer:
         self.guard = DivergenceGuard(opt.max_nonfinite_updates)
         self.run_log = RunLog(self.save_dir / "train_log.jsonl", enabled=dist.is_main)
         self._train_fingerprint: Optional[dict] = None
-        self._t_start: Optional[float] = None  # perf_counter() when this run's training began
-        self._wall_before = 0.0  # budget seconds spent by earlier, interrupted runs
+        self._t_start: Optional[float] = None  # clock() when this run's training began
+        self._wall_before = 0.0  # budget seconds spent by earlier runs of this save dir
+        #: The wall clock of the --stop-time-hours budget; tests replace it with a simulated one.
+        self.clock: Callable[[], float] = time.perf_counter
 
     # -- setup ------------------------------------------------------------------------------
     def resume_if_possible(self, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
@@ -257,10 +259,9 @@ class Trainer:
             self.stop_signals.restore(previous_handlers)
 
     def _train(self, opt: TrainOptions) -> TrainState:
-        self._t_start = time.perf_counter()
-        limit = opt.stop_time_hours * 3600
-        # an interrupted run goes on with the rest of its budget; one that used it up starts a new one
-        self._wall_before = self.state.budget_wall_s if 0 < limit and self.state.budget_wall_s < limit else 0.0
+        self._t_start = self.clock()
+        # --stop-time-hours is the total over every run of this save dir: a resumed run gets the rest
+        self._wall_before = self.state.budget_wall_s
         self._wall = self._budget_wall()
         self._padding = PaddingCounter(self.train_set.src_sizes, self.train_set.tgt_sizes)
         display = TrainDisplay(self.console, enabled=self.dist.is_main and not opt.no_progress, is_main=self.dist.is_main)
@@ -277,6 +278,9 @@ class Trainer:
                 if not finished:
                     break
                 if self._end_of_epoch(display):
+                    break
+                if self._budget_reached():  # the epoch's validation may have spent the rest: no update after it
+                    display.message(self._time_stop_message())
                     break
         if self.guard.streak:  # stopped (--max-update, --max-epoch ...) while updates were non-finite
             self._diverged(f"{self.guard.describe(self.state.update)} at the end of the run")
@@ -321,19 +325,25 @@ class Trainer:
                 win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
             if diverged:
                 self._diverged(diverged)
-            if opt.validate_interval_updates and st.update % opt.validate_interval_updates == 0:
+            last_of_epoch = st.batches_done >= len(batches)
+            if self._budget_reached():
+                if last_of_epoch:  # the epoch's end validates and writes the checkpoints, then the run stops
+                    return True
+                if self._end_inside_epoch(display):
+                    display.message(self._time_stop_message())
+                return False
+            if opt.validate_interval_updates and st.update % opt.validate_interval_updates == 0 and not last_of_epoch:
+                # (on the epoch's last update the epoch's end validates: not twice in a row)
                 v = self.validate()
                 if v:
                     self.log({"event": "valid", "epoch": st.epoch, "update": st.update, **v})
                     display.message(f"update {st.update}: valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}")
+                if self._budget_reached():  # spent during this validation: stop on its scores, without another
+                    if self._end_inside_epoch(display, validated=v):
+                        display.message(self._time_stop_message())
+                    return False
             if opt.save_interval_updates and st.update % opt.save_interval_updates == 0:
                 self.save(["checkpoint_last.pt"])
-            self._wall = self._budget_wall()
-            if opt.stop_time_hours > 0 and self._wall >= opt.stop_time_hours * 3600:
-                if self._end_inside_epoch(display):
-                    display.message(f"reached --stop-time-hours {opt.stop_time_hours:g}; wrote {self.save_dir / 'checkpoint_last.pt'} "
-                                    "(rerun the same command to continue)")
-                return False
             if opt.max_update > 0 and st.update >= opt.max_update:
                 if self._end_inside_epoch(display):
                     display.message(f"reached --max-update {opt.max_update}; wrote {self.save_dir / 'checkpoint_last.pt'}")
@@ -341,6 +351,17 @@ class Trainer:
             if self.stop_signals.received:
                 self._stop()
         return True
+
+    def _budget_reached(self) -> bool:
+        """Whether --stop-time-hours is spent (reads the clock: call it at the same points on every rank)."""
+        if self.opt.stop_time_hours <= 0:
+            return False
+        self._wall = self._budget_wall()
+        return self._wall >= self.opt.stop_time_hours * 3600
+
+    def _time_stop_message(self) -> str:
+        return (f"reached --stop-time-hours {self.opt.stop_time_hours:g} ({self._wall / 3600:.3g} h in all); wrote "
+                f"{self.save_dir / 'checkpoint_last.pt'} (raise --stop-time-hours and rerun the command to continue)")
 
     def _budget_wall(self) -> float:
         """Wall seconds spent in the current --stop-time-hours budget (0 without one): earlier,
@@ -357,7 +378,7 @@ class Trainer:
         """This process's count of the budget's wall seconds (what a checkpoint keeps)."""
         if self._t_start is None:  # not training yet
             return self.state.budget_wall_s
-        return self._wall_before + time.perf_counter() - self._t_start
+        return self._wall_before + self.clock() - self._t_start
 
     def _budget_used(self, batch: int, epoch_batches: int, wall: float) -> float:
         """The share (0..1) of the run's budget spent before batch ``batch`` of the current epoch:
@@ -412,23 +433,25 @@ class Trainer:
         return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
                 "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}
 
-    def _end_inside_epoch(self, display: TrainDisplay) -> bool:
+    def _end_inside_epoch(self, display: TrainDisplay, validated: Optional[dict] = None) -> bool:
         """--max-update or --stop-time-hours reached: validate the weights the run ends with, as at
         an epoch's end, and write checkpoint_last.pt (and checkpoint_best.pt when they are the best).
 
         Why: the last updates of a run (under ``--lr-schedule anneal`` the ones at the smallest
         learning rate) would otherwise never be validated, and checkpoint_best.pt could not be
         them; fairseq validates at --max-update too.  The plateau schedule and --patience count
-        whole epochs, so they are left alone.  False when the checkpoints were held back
-        (:meth:`save`)."""
+        whole epochs, so they are left alone.  ``validated``: the scores of a validation of these
+        weights just done (--validate-interval-updates), used instead of validating again.  False
+        when the checkpoints were held back (:meth:`save`)."""
         st = self.state
-        v = self.validate()
+        v = validated if validated is not None else self.validate()
         names = ["checkpoint_last.pt"]
         if v:
-            v.update(self._valid_bleu(display) or {})
-            self.log({"event": "valid", "epoch": st.epoch, "update": st.update, "inside_epoch": True, **v})
-            shown = f"valid BLEU {v['valid_bleu']:.2f}" if "valid_bleu" in v else f"valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}"
-            display.message(f"update {st.update}: {shown}")
+            if validated is None:
+                v.update(self._valid_bleu(display) or {})
+                self.log({"event": "valid", "epoch": st.epoch, "update": st.update, "inside_epoch": True, **v})
+                shown = f"valid BLEU {v['valid_bleu']:.2f}" if "valid_bleu" in v else f"valid loss {v['valid_loss']:.3f} ppl {v['valid_ppl']:.2f}"
+                display.message(f"update {st.update}: {shown}")
             if record_best(st, v, self.opt.best_checkpoint_metric):
                 names.append("checkpoint_best.pt")
         return self.save(names)

@@ -48,7 +48,7 @@ def test_bad_devices_are_one_line_in_every_command(cmd, device, data_dir, tmp_pa
     text = tmp_path / "t.txt"
     text.write_text("the cat\n", encoding="utf-8")
     if cmd == "train":
-        res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--device", device])
+        res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "ck"), "--device", device])
     else:
         ckpt = str(make_checkpoint(tmp_path / "m.pt"))
         args = {"translate": [translate, ["--path", ckpt]],
@@ -100,7 +100,7 @@ def test_a_model_too_large_to_allocate_names_the_size_options(data_dir, tmp_path
 
     monkeypatch.setattr(registry.REGISTRY, "build_model", _fail_allocation)
     monkeypatch.setattr(registry, "build_model", _fail_allocation)
-    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--device", "cpu",
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "ck"), "--device", "cpu",
                                      "--hidden-size", "1000000", "--no-progress"])
     assert res.exit_code == 1, res.output
     line = one_line(res.output)
@@ -175,7 +175,7 @@ def test_bad_codes_in_a_data_directory_stop_training_before_it_starts(data_dir, 
     meta["bpe"] = {"type": "subword-nmt", "codes": {"en": "bpe.codes", "de": "bpe.codes"}}
     (data_dir / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
     (data_dir / "bpe.codes").write_bytes(b"#version: 0.2\nd i\n\xc3(\n")
-    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--device", "cpu",
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "ck"), "--device", "cpu",
                                      "--max-update", "1", "--no-progress"])
     assert res.exit_code == 1, res.output
     assert one_line(res.output).startswith(f"nmtkit-train: error: {data_dir / 'bpe.codes'}:3: invalid UTF-8")
@@ -201,7 +201,7 @@ def test_search_options_that_overflowed_are_one_line(random_ckpt, flag, value, m
 
 
 def test_model_sizes_that_overflowed_torch_are_one_line(data_dir, tmp_path):
-    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "ck"), "--embed-dim", "99999999999999999999999"])
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "ck"), "--embed-dim", "99999999999999999999999"])
     assert res.exit_code == 1
     assert "embed_dim must be <= 2147483647" in one_line(res.output)
     assert not (tmp_path / "ck").exists()

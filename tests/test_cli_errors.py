@@ -300,7 +300,7 @@ def test_text_pipeline_normalizes_control_characters():
 
 
 def train_args(data: Path, save: Path, *extra: str) -> list[str]:
-    return [str(data), "--save-dir", str(save), "--batch-size", "2", "--no-progress", "--threads", "1", *extra]
+    return [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--no-progress", "--threads", "1", *extra]
 
 
 def test_unknown_valid_subset_is_an_error_listing_the_splits(data_dir, tmp_path):

@@ -162,7 +162,7 @@ META_CASES = {
 
 def _run_with_data(cmd: str, data: Path, tmp_path: Path):  # noqa: ANN202
     if cmd == "train":
-        return CliRunner().invoke(train, [str(data), "--save-dir", str(tmp_path / "ck"), "--device", "cpu", "--no-progress"])
+        return CliRunner().invoke(train, [str(data), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "ck"), "--device", "cpu", "--no-progress"])
     ckpt = make_checkpoint(tmp_path / "m.pt")
     if cmd == "translate":
         return CliRunner().invoke(translate, ["--path", str(ckpt), "--data", str(data), "--device", "cpu"], input="a\n")

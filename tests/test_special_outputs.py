@@ -255,8 +255,8 @@ def test_other_commands_refuse_outputs_over_inputs(ckpt, src, tmp_path, data_dir
         (align, ["--path", str(ckpt), "--data", str(data_dir), "--split", "valid", "--output", str(data_dir / "x")]),
         (score, ["--sys", str(src), "--ref", str(src), "--plot", str(src)]),
         (average, ["-i", str(ckpt), str(ckpt), "-o", str(ckpt)]),
-        (train, [str(data_dir), "--save-dir", str(data_dir)]),
-        (train, [str(data_dir), "--save-dir", str(data_dir / "ckpt")]),
+        (train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(data_dir)]),
+        (train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(data_dir / "ckpt")]),
     ]
     for cmd, args in cases:
         res = CliRunner().invoke(cmd, args)

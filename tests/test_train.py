@@ -110,14 +110,14 @@ def test_resume_accepts_checkpoint_written_before_an_option_existed(data_dir, tm
     ],
 )
 def test_bad_options_are_one_line_errors(data_dir, tmp_path, args, message):
-    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "x"), "--no-progress", *args])
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "x"), "--no-progress", *args])
     assert res.exit_code == 1
     assert res.output.startswith("nmtkit-train: error:") and message in res.output
     assert len(res.output.strip().splitlines()) == 1
 
 
 def test_not_a_data_dir(tmp_path):
-    res = CliRunner().invoke(train, [str(tmp_path), "--save-dir", str(tmp_path / "x")])
+    res = CliRunner().invoke(train, [str(tmp_path), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "x")])
     assert res.exit_code == 1 and "not an nmtkit data directory" in res.output
 
 
@@ -268,3 +268,9 @@ def test_forced_perplexity_overflows_to_inf():
 
     r = ForcedResult(tokens=[5], positional_scores=torch.tensor([-800.0, -800.0]), log_prob=-1600.0, num_tokens=2, attention=None)
     assert r.perplexity == float("inf")
+
+
+def test_arch_is_required_not_a_silent_toy_model(data_dir, tmp_path):
+    res = CliRunner().invoke(train, [str(data_dir), "--save-dir", str(tmp_path / "x")])
+    assert res.exit_code == 2 and "Missing option '--arch'" in res.output and not (tmp_path / "x").exists()
+    assert "the *_tiny presets are for tests" in CliRunner().invoke(train, ["--help"]).output

@@ -66,7 +66,9 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--list-archs", is_flag=False, flag_value=_ALL_ARCHS, default=None, metavar="[NAME]", expose_value=False,
               is_eager=True, callback=list_archs_and_exit,
               help="Print every preset, one line each, and exit; with NAME, that preset's full settings.")
-@click.option("--arch", "-a", default="luong_tiny", show_default=True, help="Architecture preset (see --list-archs).")
+@click.option("--arch", "-a", required=True,
+              help="Architecture preset, required (--list-archs lists them): e.g. luong_small or rnnsearch_small on a "
+                   "CPU, the paper presets on a GPU; the *_tiny presets are for tests.")
 @click.option("--save-dir", default="checkpoints", show_default=True, type=click.Path(file_okay=False))
 @batching_options(default_batch_size=None, max_tokens_default="4000 without --batch-size")
 @click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")

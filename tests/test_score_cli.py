@@ -62,7 +62,7 @@ def test_corpus_scores_lines(files: dict[str, str]) -> None:
     assert float(lines[0][2]) == pytest.approx(sacrebleu.corpus_bleu(HYP, [REF]).score, abs=0.006)
     assert float(lines[1][2]) == pytest.approx(sacrebleu.corpus_chrf(HYP, [REF]).score, abs=0.006)
     assert lines[0][3].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
-    assert "Corpus scores" in res.stderr  # the table goes to stderr
+    assert res.stderr == ""  # each figure once: no table beside the lines of a pipe
 
 
 def test_system_from_stdin_json_multi_ref_and_ter(files: dict[str, str]) -> None:
@@ -128,7 +128,7 @@ def test_paired_bootstrap(files: dict[str, str]) -> None:
     assert [r[:2] for r in rows] == [["base", "BLEU"], ["new", "BLEU"]]
     assert rows[0][5] == "-" and 0.0 < float(rows[1][5]) <= 1.0
     assert "bs:100" in rows[1][6]
-    assert "Paired bootstrap" in res.stderr
+    assert res.stderr == ""
 
 
 # -- bad input --------------------------------------------------------------------------------
@@ -167,7 +167,9 @@ def test_missing_file_and_option_errors(files: dict[str, str]) -> None:
     fails_with(["--sys", files["hyp"], "--sys", files["hyp2"], "--ref", files["ref"], "--labels", "a"], "--labels")
     fails_with(["--sys", files["hyp"], "--ref", files["ref"], "--by-length", "--buckets", "20,10"], "increasing")
     fails_with(["--sys", files["hyp"], "--ref", files["ref"], "--src", files["src"]], "--by-length")
-    fails_with(["--sys", files["hyp"], "--ref", files["ref"], "--path", files["hyp"]], "--path", "--sys, --ref")
+    res = run(["--sys", files["hyp"], "--ref", files["ref"], "--path", files["hyp"]])
+    assert res.exit_code == 2 and res.output.strip() == ("nmtkit-score: error: --path (model scoring) cannot be combined "
+                                                         "with --sys, --ref (see --help)")
     fails_with(["--path", "missing.pt", "--source", files["src"], "--target", files["ref"]], "missing.pt")
 
 
@@ -197,7 +199,11 @@ def tiny_model(tiny_parallel: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
 
 def test_model_scoring_raw_files_and_data_dir_agree(tiny_model: tuple[Path, Path, Path]) -> None:
     ckpt, data, raw = tiny_model
-    by_files = run(["--path", str(ckpt), "--source", str(raw / "test.en"), "--target", str(raw / "test.de")])
+    plain = run(["--path", str(ckpt), "--source", str(raw / "test.en"), "--target", str(raw / "test.de")])
+    assert plain.exit_code == 0 and plain.stdout.startswith("corpus\t") and len(plain.stdout.splitlines()) == 1
+    by_files = run(["model", "--path", str(ckpt), "--source", str(raw / "test.en"), "--target", str(raw / "test.de"),
+                    "--sentence-level"])
+    assert plain.stdout.splitlines() == by_files.stdout.splitlines()[-1:]
     assert by_files.exit_code == 0, by_files.output
     rows = [line.split("\t") for line in by_files.stdout.splitlines()]
     assert [r[0] for r in rows] == ["1", "2", "3", "4", "5", "6", "corpus"]
@@ -237,11 +243,72 @@ def test_model_scoring_bad_options(tiny_model: tuple[Path, Path, Path]) -> None:
 
 @pytest.mark.parametrize("extra, named", [
     (["--batch-size", "8"], "--batch-size is for model scoring and needs --path"),
-    (["--amp", "bf16", "--device", "cpu"], "--device, --amp are for model scoring and need --path"),
+    (["--amp", "bf16", "--device", "cpu"], "--amp, --device are for model scoring and need --path"),
     (["--source", "x.en"], "--source is for model scoring and needs --path"),
 ])
 def test_model_scoring_options_without_a_model_are_refused(files: dict[str, str], extra: list[str], named: str) -> None:
     """Text scoring would ignore them: refused in one line rather than silently unused."""
     res = CliRunner().invoke(command, ["--sys", files["hyp"], "--ref", files["ref"], *extra])
-    assert res.exit_code == 1
-    assert res.output.strip().splitlines() == [f"nmtkit-score: error: {named}"]
+    assert res.exit_code == 2
+    assert res.output.strip().splitlines() == [f"nmtkit-score: error: {named} (see --help)"]
+    res = CliRunner().invoke(command, ["text", "--sys", files["hyp"], "--ref", files["ref"], *extra])
+    assert res.exit_code == 2 and res.output.startswith("nmtkit-score: error: No such option ")
+
+
+# -- where the figures go: a table on a terminal, lines on a pipe, each once --------------------
+def _run_on(stdout_tty: bool, args: list[str]) -> tuple[int, str, str]:
+    """Run the nmtkit-score console script with stdout on a pseudo-terminal or a pipe; (status, stdout, stderr)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", "from nmtkit.launch import score; score()", *args]
+    env = {**os.environ, "COLUMNS": "120"}
+    if not stdout_tty:
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        return res.returncode, res.stdout, res.stderr
+    main, child = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=child, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    return proc.returncode, b"".join(chunks).decode().replace("\r\n", "\n"), err
+
+
+def test_text_scores_on_a_terminal_are_one_table_and_on_a_pipe_lines(files: dict[str, str]) -> None:
+    args = ["--sys", files["hyp"], "--sys", files["hyp2"], "--ref", files["ref"], "--labels", "base,new"]
+    bleu = f"{sacrebleu.corpus_bleu(HYP, [REF]).score:.2f}"
+    status, out, err = _run_on(True, args)
+    assert status == 0 and err == "", err
+    assert "Corpus scores" in out and "\t" not in out
+    assert out.count(bleu) == 1  # once, in the table
+    assert out.count("BLEU signature: nrefs:1") == 1
+    status, out, err = _run_on(False, args)
+    assert status == 0 and err == "", err
+    assert "Corpus scores" not in out and out.count(bleu) == 1
+    assert [line.split("\t")[:2] for line in out.splitlines()] == [["base", "BLEU"], ["base", "chrF2"], ["new", "BLEU"],
+                                                                    ["new", "chrF2"]]
+
+
+def test_model_scores_on_a_terminal_and_a_pipe(tiny_model: tuple[Path, Path, Path]) -> None:
+    ckpt, data, _ = tiny_model
+    args = ["--path", str(ckpt), "--data", str(data), "--device", "cpu"]
+    status, piped, err = _run_on(False, args)
+    assert status == 0 and err == "", err
+    ((name, logprob, ntok, ppl),) = [line.split("\t") for line in piped.splitlines()]  # no per-sentence lines
+    assert name == "corpus"
+    status, out, err = _run_on(True, ["model", *args])
+    assert status == 0 and err == "", err
+    assert "Reference scoring" in out and "\t" not in out
+    assert f"{float(ppl):.2f}" in out and out.count(f"{float(logprob):.2f}") == 1

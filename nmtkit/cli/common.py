@@ -294,7 +294,7 @@ class NmtkitCommand(click.Command):
         except OneLineUsageError:
             raise
         except click.UsageError as exc:
-            raise OneLineUsageError(exc.format_message(), f"nmtkit-{self.name}", exc.ctx) from None
+            raise OneLineUsageError(exc.format_message(), getattr(self, "prog", None) or f"nmtkit-{self.name}", exc.ctx) from None
 
 
 

@@ -1,11 +1,18 @@
-"""``nmtkit score``: BLEU/chrF/TER of system outputs, by length, with significance; or
-reference log-probabilities and perplexity of a trained model (forced decoding).
+"""``nmtkit score``: two commands behind one entry point.
 
-Results go to stdout (tab-separated lines, or JSON with ``--json``); the human-readable
-tables go to stderr.  All inputs are read and checked before anything is scored, so a
-bad file never produces partial results.
+* ``nmtkit-score text``: BLEU/chrF/TER of system outputs, by length, with significance;
+* ``nmtkit-score model``: reference log-probabilities and perplexity under a trained model
+  (forced decoding).
 
-Text scoring, stdout lines (tab-separated):
+Without ``text`` or ``model`` the command is chosen from the options (``--path`` means model
+scoring), so ``nmtkit-score --sys H --ref R`` works as before.
+
+Each figure is printed once, on stdout: tables when stdout is a terminal, tab-separated lines
+when it is a pipe or file (or JSON with ``--json``).  Per-sentence scores only with
+``--sentence-level``.  All inputs are read and checked before anything is scored, so a bad
+file never produces partial results.
+
+Text scoring, plain lines (tab-separated):
 
 * corpus scores: ``LABEL  METRIC  SCORE  SIGNATURE`` (one line per system and metric);
 * ``--paired-bootstrap``: ``LABEL  METRIC  SCORE  MEAN  CI  P  SIGNATURE`` instead
@@ -14,21 +21,23 @@ Text scoring, stdout lines (tab-separated):
 * ``--sentence-level``: only one line per sentence with one score per system and metric
   (systems in order, metrics in order within each system).
 
-Model scoring (``--path``), stdout: ``LINE  LOGPROB  NTOKENS`` per sentence (natural log,
-summed over the reference tokens including ``</s>``), then
-``corpus  LOGPROB  NTOKENS  PERPLEXITY``.
+Model scoring, plain lines: ``corpus  LOGPROB  NTOKENS  PERPLEXITY``; with ``--sentence-level``
+first ``LINE  LOGPROB  NTOKENS`` per sentence (natural log, summed over the reference tokens
+including ``</s>``).  ``--json`` holds the sentences always.
 """
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Sequence
+import sys
+from typing import Any, Optional, Sequence
 
 import click
+from rich.console import Console
 from rich.table import Table
 
-from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
-                               run_console_script)
+from nmtkit.cli.common import (NmtkitCommand, OneLineUsageError, batching_options, console, device_options,
+                               handle_errors, run_console_script)
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
 from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
@@ -43,22 +52,32 @@ def _fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def _table_console() -> Optional[Console]:
+    """A console on stdout when stdout is a terminal (the results as tables), else None (the
+    results as tab-separated lines for a pipe or a file): each figure once, never both."""
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or replaced stdout
+        terminal = False
+    return Console(file=sys.stdout, highlight=False, soft_wrap=True) if terminal else None
+
+
 # ---------------------------------------------------------------------------------------
 # text scoring
 # ---------------------------------------------------------------------------------------
-def _print_corpus_table(labels: list[str], results: list[dict[str, MetricResult]]) -> None:
+def _print_corpus_table(out: Console, labels: list[str], results: list[dict[str, MetricResult]]) -> None:
     table = Table(title="Corpus scores")
     table.add_column("system")
     for res in results[0].values():
         table.add_column(res.name, justify="right")
     for label, res in zip(labels, results):
         table.add_row(label, *[f"{r.score:.2f}" for r in res.values()])
-    console.print(table)
+    out.print(table)
     for res in results[0].values():
-        console.print(f"{res.name} signature: {res.signature}", soft_wrap=True)
+        out.print(f"{res.name} signature: {res.signature}", soft_wrap=True)
 
 
-def _print_bucket_table(labels: list[str], buckets: list[list[BucketScore]]) -> None:
+def _print_bucket_table(out: Console, labels: list[str], buckets: list[list[BucketScore]]) -> None:
     table = Table(title="BLEU by length")
     table.add_column("length")
     table.add_column("sentences", justify="right")
@@ -66,17 +85,17 @@ def _print_bucket_table(labels: list[str], buckets: list[list[BucketScore]]) -> 
         table.add_column(label, justify="right")
     for k, b in enumerate(buckets[0]):
         table.add_row(b.label, str(b.count), *[_fmt(sys_b[k].bleu) for sys_b in buckets])
-    console.print(table)
+    out.print(table)
 
 
-def _print_bootstrap_table(results: list[BootstrapResult]) -> None:
+def _print_bootstrap_table(out: Console, results: list[BootstrapResult]) -> None:
     table = Table(title="Paired bootstrap resampling (baseline: first system)")
     for col in ("system", "metric", "score", "mean ± 95% CI", "p-value"):
         table.add_column(col, justify="left" if col in ("system", "metric") else "right")
     for r in results:
         ci = "-" if r.mean is None else f"{r.mean:.2f} ± {r.ci:.2f}"
         table.add_row(r.system, r.metric, f"{r.score:.2f}", ci, _fmt(r.p_value, 4))
-    console.print(table)
+    out.print(table)
 
 
 def _score_text(*, sys_files: Sequence[str], ref_files: Sequence[str], metrics: str | None,
@@ -91,26 +110,28 @@ def _score_text(*, sys_files: Sequence[str], ref_files: Sequence[str], metrics: 
     names, metric_names, corpus, opts = res.labels, res.metrics, res.corpus, res.options
     sentences, by_len, boot = res.sentences, res.by_length, res.bootstrap
 
-    _print_corpus_table(names, corpus)
-    if by_len is not None:
-        _print_bucket_table(names, by_len)
-    if boot is not None:
-        _print_bootstrap_table(boot)
     if plot is not None:
         console.print(f"wrote {plot}")
-
+    out = None if as_json else _table_console()
     if as_json:
         click.echo(json.dumps(_text_json(names, res.files, metric_names, corpus, sentences, by_len, boot, opts),
                               indent=2, ensure_ascii=False))
+    elif out is None or sentences is not None:  # per-sentence scores are lines, on a terminal too
+        _text_lines(names, metric_names, corpus, sentences, by_len, boot, out)
     else:
-        _text_lines(names, metric_names, corpus, sentences, by_len, boot)
+        if boot is not None:
+            _print_bootstrap_table(out, boot)
+        else:
+            _print_corpus_table(out, names, corpus)
+        if by_len is not None:
+            _print_bucket_table(out, names, by_len)
 
 
 def _text_lines(names: list[str], metric_names: list[str], corpus: list[dict[str, MetricResult]],
                 sentences: list[list[dict[str, float]]] | None, by_len: list[list[BucketScore]] | None,
-                boot: list[BootstrapResult] | None) -> None:
-    if sentences is not None:
-        console.print("columns: " + " ".join(f"{n}:{corpus[0][m].name}" for n in names for m in metric_names))
+                boot: list[BootstrapResult] | None, out: Optional[Console] = None) -> None:
+    if sentences is not None:  # the column names: a header on a terminal, on stderr for a pipe
+        (out or console).print("columns: " + " ".join(f"{n}:{corpus[0][m].name}" for n in names for m in metric_names))
         for k in range(len(sentences[0])):
             click.echo("\t".join(f"{sys_sents[k][m]:.2f}" for sys_sents in sentences for m in metric_names))
         return
@@ -165,7 +186,8 @@ def _json_number(x: float) -> float | None:
 
 
 def _score_model(*, checkpoints: str, data: str | None, split: str, source: str | None,
-                 target: str | None, batch_size: int, device: str, amp: str, as_json: bool) -> None:
+                 target: str | None, batch_size: int, device: str, amp: str, as_json: bool,
+                 sentence_level: bool = False) -> None:
     """Reference log-probabilities per sentence and corpus perplexity under a model/ensemble."""
     from nmtkit.generate.scorer import score_model  # torch and the models: only for model scoring
 
@@ -174,12 +196,6 @@ def _score_model(*, checkpoints: str, data: str | None, split: str, source: str 
     paths, logprobs, counts = scores.checkpoints, scores.logprobs, scores.n_tokens
     total, n_tokens, ppl = scores.total_logprob, scores.total_tokens, scores.perplexity
 
-    table = Table(title="Reference scoring (forced decoding)")
-    for col in ("sentences", "tokens", "log-prob (nats)", "perplexity"):
-        table.add_column(col, justify="right")
-    table.add_row(str(len(logprobs)), str(n_tokens), f"{total:.2f}", f"{ppl:.2f}")
-    console.print(table)
-
     if as_json:
         click.echo(json.dumps({
             "checkpoints": paths,
@@ -187,19 +203,24 @@ def _score_model(*, checkpoints: str, data: str | None, split: str, source: str 
                           for k, (lp, n) in enumerate(zip(logprobs, counts), start=1)],
             "total_logprob": _json_number(total), "n_tokens": n_tokens, "perplexity": _json_number(ppl),
         }, indent=2, allow_nan=False))
-    else:
+        return
+    if sentence_level:
         for k, (lp, n) in enumerate(zip(logprobs, counts), start=1):
             click.echo(f"{k}\t{lp:.4f}\t{n}")
+    out = _table_console()
+    if out is None:
         click.echo(f"corpus\t{total:.4f}\t{n_tokens}\t{ppl:.4f}")
+        return
+    table = Table(title="Reference scoring (forced decoding)")
+    for col in ("sentences", "tokens", "log-prob (nats)", "perplexity"):
+        table.add_column(col, justify="right")
+    table.add_row(str(len(logprobs)), str(n_tokens), f"{total:.2f}", f"{ppl:.2f}")
+    out.print(table)
 
 
 # ---------------------------------------------------------------------------------------
-# the command
+# the commands
 # ---------------------------------------------------------------------------------------
-_TEXT_ONLY = ("sys_files", "ref_files", "metrics", "tokenized", "lowercase", "sentence_level", "by_length",
-              "src_file", "buckets", "plot", "labels", "paired_bootstrap")
-
-
 class MetricList(click.ParamType):
     """``--metrics``: names checked when the command line is parsed, a usage error (exit 2) in
     the library's words (:func:`nmtkit.evaluate.metrics.parse_metric_names`), like any other
@@ -217,7 +238,18 @@ class MetricList(click.ParamType):
         return value
 
 
-@click.command("score", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"]})
+class ScoreCommand(NmtkitCommand):
+    """A subcommand whose messages say ``nmtkit-score``, the program the user ran."""
+
+    prog = PROG
+
+
+_SENTENCE_LEVEL = click.option("--sentence-level", is_flag=True,
+                               help="Also print one line of scores per sentence (plain lines, on a terminal too).")
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+
+
+@click.command("text", cls=ScoreCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--sys", "sys_files", multiple=True, metavar="FILE",
               help="System output, one sentence per line (repeatable; default: stdin).")
 @click.option("--ref", "ref_files", multiple=True, metavar="FILE",
@@ -227,64 +259,134 @@ class MetricList(click.ParamType):
 @click.option("--tokenized", is_flag=True,
               help="BLEU on already tokenized text, whitespace-split only (multi-bleu style, as the papers report).")
 @click.option("--lowercase", "-lc", is_flag=True, help="Case-insensitive scoring.")
-@click.option("--sentence-level", is_flag=True, help="Print one line of scores per sentence.")
+@_SENTENCE_LEVEL
 @click.option("--by-length", is_flag=True, help="BLEU per sentence-length bucket.")
 @click.option("--src", "src_file", default=None, metavar="FILE",
               help="Source sentences: bucket by source length (default: reference length).")
 @click.option("--buckets", default=None, metavar="EDGES",
               help="Bucket edges, e.g. 10,20,30 gives <10, 10-19, 20-29, 30+  [default: 10,20,...,70]")
-@click.option("--plot", default=None, metavar="PNG", help="Plot BLEU by length for every system (implies --by-length; '-': PNG on stdout).")
+@click.option("--plot", default=None, metavar="PNG", help="Plot BLEU by length for every system (implies --by-length).")
 @click.option("--labels", default=None, metavar="A,B", help="Names of the systems, in --sys order.")
 @click.option("--paired-bootstrap", is_flag=True,
               help="Paired bootstrap significance test of the second --sys against the first.")
 @click.option("--bootstrap-samples", default=DEFAULT_BOOTSTRAP_SAMPLES, show_default=True,
               type=click.IntRange(min=1, max=10_000_000), help="Resamples for --paired-bootstrap.")
-@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
-@click.option("--path", "checkpoints", default=None, metavar="CKPT[:CKPT...]",
-              help="Model scoring: log-probability of the references under these checkpoints (ensemble).")
-@click.option("--data", default=None, metavar="DIR", help="Model scoring: preprocessed data directory.")
-@click.option("--split", default="test", show_default=True, help="Model scoring: split of --data to score.")
-@click.option("--source", default=None, metavar="FILE", help="Model scoring: raw source file (with --target).")
-@click.option("--target", default=None, metavar="FILE", help="Model scoring: raw reference file (with --source).")
-@batching_options(default_batch_size=32, max_tokens=False)
-@device_options(threads=False)
+@_JSON
 @handle_errors(PROG)
-def command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str | None, tokenized: bool,
-            lowercase: bool, sentence_level: bool, by_length: bool, src_file: str | None, buckets: str | None,
-            plot: str | None, labels: str | None, paired_bootstrap: bool, bootstrap_samples: int,
-            as_json: bool, checkpoints: str | None, data: str | None, split: str, source: str | None,
-            target: str | None, batch_size: int, device: str, amp: str) -> None:
-    """Score translations against references (BLEU, chrF, TER), or references under a model."""
+def text_command(sys_files: tuple[str, ...], ref_files: tuple[str, ...], metrics: str | None, tokenized: bool,
+                 lowercase: bool, sentence_level: bool, by_length: bool, src_file: str | None, buckets: str | None,
+                 plot: str | None, labels: str | None, paired_bootstrap: bool, bootstrap_samples: int,
+                 as_json: bool) -> None:
+    """Score translations against references: BLEU, chrF, TER (sacrebleu), by length, with significance.
+
+    \b
+    Examples:
+      nmtkit-score text --sys test.hyp --ref test.de
+      nmtkit-score text --sys base.hyp --sys new.hyp --ref test.de --paired-bootstrap
+      nmtkit-score text --sys test.hyp --ref test.de --by-length --plot len.png
+    """
     if plot is not None and is_stdio(plot):  # the scores are printed there: the two would be mixed
         raise NmtkitError("--plot -: the scores are written to standard output; give the plot a file name")
-    ckpt_names: list[str] = []
-    if checkpoints:  # torch only when scoring with a model
-        from nmtkit.generate.checkpoint_paths import split_checkpoint_paths
-
-        ckpt_names = split_checkpoint_paths(checkpoints)
     refuse_outputs_over_inputs(
         [("--plot", plot)],
-        [*[("--sys", f) for f in sys_files], *[("--ref", f) for f in ref_files], ("--src", src_file),
-         *[("--path", p) for p in ckpt_names], ("--data", data), ("--source", source), ("--target", target)])
-    if checkpoints is not None:
-        given = locals()
-        clash = [name for name in _TEXT_ONLY if given[name] not in (None, False, ())]
-        if clash:
-            opts = ", ".join("--" + n.replace("_files", "").replace("_file", "").replace("_", "-") for n in clash)
-            raise NmtkitError(f"--path (model scoring) cannot be combined with {opts}")
-        _score_model(checkpoints=checkpoints, data=data, split=split, source=source, target=target,
-                     batch_size=batch_size, device=device, amp=amp, as_json=as_json)
-        return
-    ctx = click.get_current_context()
-    model_only = [f"--{name.replace('_', '-')}" for name in ("data", "source", "target", "split", "batch_size", "device", "amp")
-                  if ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT)]
-    if model_only:  # given, they would be ignored by text scoring
-        raise NmtkitError(f"{', '.join(model_only)} {'is' if len(model_only) == 1 else 'are'} for model scoring and "
-                          f"need{'s' if len(model_only) == 1 else ''} --path")
+        [*[("--sys", f) for f in sys_files], *[("--ref", f) for f in ref_files], ("--src", src_file)])
     _score_text(sys_files=sys_files, ref_files=ref_files, metrics=metrics, tokenized=tokenized,
                 lowercase=lowercase, sentence_level=sentence_level, by_length=by_length, src_file=src_file,
                 buckets=buckets, plot=plot, labels=labels, do_bootstrap=paired_bootstrap,
                 bootstrap_samples=bootstrap_samples, as_json=as_json)
+
+
+@click.command("model", cls=ScoreCommand, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--path", "checkpoints", required=True, metavar="CKPT[:CKPT...]",
+              help="Log-probability of the references under these checkpoints (several: their ensemble).")
+@click.option("--data", default=None, metavar="DIR", help="Preprocessed data directory (or --source and --target).")
+@click.option("--split", default="test", show_default=True, help="Split of --data to score.")
+@click.option("--source", default=None, metavar="FILE", help="Raw source file (with --target).")
+@click.option("--target", default=None, metavar="FILE", help="Raw reference file (with --source).")
+@_SENTENCE_LEVEL
+@_JSON
+@batching_options(default_batch_size=32, max_tokens=False)
+@device_options(threads=False)
+@handle_errors(PROG)
+def model_command(checkpoints: str, data: str | None, split: str, source: str | None, target: str | None,
+                  sentence_level: bool, as_json: bool, batch_size: int, device: str, amp: str) -> None:
+    """Score references under a model (forced decoding): log-probabilities and perplexity.
+
+    \b
+    Examples:
+      nmtkit-score model --path ckpt/checkpoint_best.pt --source test.en --target test.de
+      nmtkit-score model --path a.pt:b.pt --data data-bin --split valid --sentence-level
+    """
+    from nmtkit.generate.checkpoint_paths import split_checkpoint_paths  # torch only when scoring with a model
+
+    ckpt_names = split_checkpoint_paths(checkpoints)
+    refuse_outputs_over_inputs([], [*[("--path", p) for p in ckpt_names], ("--data", data), ("--source", source),
+                                    ("--target", target)])
+    _score_model(checkpoints=checkpoints, data=data, split=split, source=source, target=target,
+                 batch_size=batch_size, device=device, amp=amp, as_json=as_json, sentence_level=sentence_level)
+
+
+def _long_options(command: click.Command) -> set[str]:
+    return {opt for p in command.params for opt in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
+
+
+class ScoreGroup(click.Group):
+    """``text`` and ``model`` behind one entry point.  A command line without either picks one
+    from its options: ``--path`` means model scoring.  Options of the other command are refused
+    in one line that says which command they belong to."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        from nmtkit.utils.stdio import use_utf8_stdio
+
+        use_utf8_stdio()
+        return super().main(*args, **kwargs)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and (args[0] in self.commands or args[0] in ctx.help_option_names):
+            return super().parse_args(ctx, args)
+        given = [a.split("=", 1)[0] for a in args if a.startswith("-")]
+        text_opts, model_opts = _long_options(text_command), _long_options(model_command)
+        if "--path" in given:
+            clash = [g for g in dict.fromkeys(given) if g in text_opts and g not in model_opts]
+            if clash:
+                raise OneLineUsageError(f"--path (model scoring) cannot be combined with {', '.join(clash)}", PROG, ctx)
+            return super().parse_args(ctx, ["model", *args])
+        model_only = [g for g in dict.fromkeys(given) if g in model_opts and g not in text_opts]
+        if model_only:  # given, they would be ignored by text scoring
+            one = len(model_only) == 1
+            raise OneLineUsageError(f"{', '.join(model_only)} {'is' if one else 'are'} for model scoring and "
+                                    f"need{'s' if one else ''} --path", PROG, ctx)
+        return super().parse_args(ctx, ["text", *args])
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except BrokenPipeError:
+            from nmtkit.cli.common import exit_broken_pipe
+
+            exit_broken_pipe()
+        except OneLineUsageError:
+            raise
+        except click.UsageError as exc:
+            raise OneLineUsageError(exc.format_message(), PROG, exc.ctx) from None
+
+
+@click.group("score", cls=ScoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def command() -> None:
+    """Score translations (text) or references under a model (model).
+
+    Without TEXT or MODEL the options choose: --path means model scoring.
+
+    \b
+    Examples:
+      nmtkit-score --sys test.hyp --ref test.de            # = nmtkit-score text ...
+      nmtkit-score model --path ckpt/checkpoint_best.pt --source test.en --target test.de
+    """
+
+
+command.add_command(text_command)
+command.add_command(model_command)
 
 
 def main() -> None:

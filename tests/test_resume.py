@@ -33,7 +33,7 @@ def dead_pid() -> int:
 
 def train_records(save: Path) -> list[int]:
     recs = [json.loads(l) for l in (save / "train_log.jsonl").read_text().splitlines()]
-    return [r["update"] for r in recs if r["event"] == "train"]
+    return [r["update"] for r in recs if r["event"] == "train" and not r.get("superseded")]
 
 
 # -- item 1: changed options on resume ----------------------------------------------------------
@@ -349,9 +349,10 @@ def test_a_dangling_checkpoint_last_link_is_named_as_one(data_dir, tmp_path):
     (save / "checkpoint_last.pt").symlink_to(tmp_path / "gone.pt")
     res = run_train(data_dir, save, "--max-update", "1")
     assert res.exit_code == 1
-    assert res.output.strip() == (f"nmtkit-train: error: {save / 'checkpoint_last.pt'} is a symbolic link to "
-                                  f"{tmp_path / 'gone.pt'}, which does not exist: restore the checkpoint it points "
-                                  "to, or remove the link to start over")
+    assert res.output.strip() == (f"nmtkit-train: error: {save / 'checkpoint_last.pt'}: is a symbolic link to "
+                                  f"{tmp_path / 'gone.pt'}, which does not exist: nmtkit replaces this file as one of "
+                                  "its own and would write over the link's target; remove the link (or put the file "
+                                  "itself there) or use another directory")
     assert (save / "checkpoint_last.pt").is_symlink() and not (save / LOCK_NAME).exists()
 
 
@@ -369,16 +370,18 @@ def test_a_save_dir_with_checkpoints_but_no_last_one_is_refused_not_overwritten(
     assert (save / "train_log.jsonl").read_text() == log and not (save / LOCK_NAME).exists()
 
 
-def test_a_line_edited_into_the_log_is_dropped_without_taking_a_good_record(data_dir, tmp_path):
+def test_a_line_edited_into_the_log_is_refused_not_dropped(data_dir, tmp_path):
+    """The line was deleted and reported as a record written after the checkpoint (issue 39)."""
     save = tmp_path / "c"
     assert run_train(data_dir, save, "--max-epoch", "2").exit_code == 0
     log = save / "train_log.jsonl"
     good = log.read_text().splitlines()
     log.write_text("\n".join([*good[:2], "{garbage", *good[2:]]) + "\n")
+    edited, ckpt = log.read_bytes(), (save / "checkpoint_last.pt").read_bytes()
     res = run_train(data_dir, save, "--max-epoch", "3")
-    assert res.exit_code == 0, res.output
-    after = log.read_text().splitlines()
-    assert "{garbage" not in after and after[: len(good)] == good  # every record of the first run is kept
+    assert res.exit_code == 1
+    assert res.output.strip().startswith(f"nmtkit-train: error: {log}:3: not a record of nmtkit's training log")
+    assert log.read_bytes() == edited and (save / "checkpoint_last.pt").read_bytes() == ckpt  # nothing trained
 
 
 def test_flipped_bits_in_the_optimizer_state_stop_a_resume_but_not_a_translation(data_dir, tmp_path):

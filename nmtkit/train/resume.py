@@ -95,19 +95,20 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
     it is skipped; the ones done are seen twice) and allows another seed, train subset or
     training data.
 
-    Leftovers of a killed run are cleared first: temporary checkpoint files, and the records of
-    train_log.jsonl written after checkpoint_last.pt (updates this run will redo).
+    Leftovers of a killed run are cleared first: temporary checkpoint files; the records of
+    train_log.jsonl written after checkpoint_last.pt (updates this run will redo) are marked
+    superseded, never deleted (:mod:`nmtkit.train.run_log`).
     """
     last = trainer.save_dir / "checkpoint_last.pt"
     if trainer.dist.is_main:
         for path in remove_stale_temps(trainer.save_dir):
             trainer.console.print(f"removed {path} (a temporary file left by a killed run)")
-    if not last.exists():
-        if last.is_symlink():  # a link whose target is gone: neither a run to resume nor an empty directory
-            raise NmtkitError(f"{last} is a symbolic link to {last.readlink()}, which does not exist: "
-                              "restore the checkpoint it points to, or remove the link to start over")
+    trainer.run_log.check()  # refused before anything else: a link, a line nmtkit did not write
+    if not last.exists():  # (a link, dangling or not, was refused by the trainer, which replaces these files)
         _refuse_another_runs_checkpoints(trainer.save_dir)
-        trainer.run_log.prune(0, None)  # a run starting over redoes every update of an old log
+        marked = trainer.run_log.supersede(0, None)  # a run starting over redoes every update of an old log
+        if marked:
+            trainer.console.print(f"starting over: {marked}")
         return None
     ckpt = load_checkpoint(last, mmap=False)
     _check_same_model(trainer, ckpt, last)
@@ -139,9 +140,9 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
     trainer.state = state
     trainer.last_checkpoint_update = state.update
     set_rng_state(ts["rng"])
-    dropped = trainer.run_log.prune(ts.get("log_records"), state.update)
-    if dropped:
-        notes.append(f"dropped {dropped} record(s) of {trainer.run_log.path.name} written after the checkpoint (updates redone now)")
+    marked = trainer.run_log.supersede(ts.get("log_records"), state.update)
+    if marked:
+        notes.append(marked)
     lr = trainer.optimizer.param_groups[0]["lr"]
     head = (f"resuming from {last}: epoch {state.epoch} ({state.batches_done} batches done), "
             f"update {state.update}, lr {lr:g}")

@@ -41,7 +41,7 @@ from nmtkit.train.state import TrainState, seed_everything
 from nmtkit.train.stop_signals import StopNow, StopSignals, interruptible
 from nmtkit.train.validation import record_best, valid_loss
 from nmtkit.utils.amp import autocast, resolve_amp
-from nmtkit.utils.textio import ensure_dir
+from nmtkit.utils.textio import ensure_dir, refuse_linked_output
 
 
 class StopTraining(Exception):
@@ -62,6 +62,9 @@ class Trainer:
         for name in ("checkpoint_last.pt", "checkpoint_best.pt", "train_log.jsonl", "learning_curve.png"):
             if (self.save_dir / name).is_dir():  # found now, not when the first epoch ends
                 raise NmtkitError(f"{self.save_dir / name} is a directory, where training writes a file")
+        for path in [self.save_dir / "train_log.jsonl", self.save_dir / "learning_curve.png",
+                     *sorted(self.save_dir.glob("checkpoint*.pt"))]:  # replaced on every save: never through a link
+            refuse_linked_output(path, appended=path.name == "train_log.jsonl")
         self.data = DataDir(opt.data)
         self.train_set = self.data.load_split(opt.train_subset)
         valid_split = self.data.validation_split(opt.valid_subset)  # an unknown name is an error

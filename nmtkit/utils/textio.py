@@ -265,6 +265,37 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         raise
 
 
+def refuse_linked_output(path: str | os.PathLike, appended: bool = False) -> None:
+    """Refuse a file nmtkit rewrites again and again (a save dir's checkpoints and log) unless it
+    is a regular file of its own or absent.
+
+    Why: :func:`atomic_write` writes through a symbolic link, right for an output named once on the
+    command line; a save dir's files are replaced on every save, and through a link that would
+    write over the link's target (another run's checkpoint, a shared log).  A file that is
+    ``appended`` to must not be a hard link either: another name would get the records.
+    """
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(str(p), None, f"cannot check: {exc.strerror or exc}") from None
+    how = "appends to" if appended else "replaces"
+    if stat.S_ISLNK(st.st_mode):
+        gone = "" if p.exists() else ", which does not exist"
+        raise InputError(str(p), None, f"is a symbolic link to {os.readlink(p)}{gone}: nmtkit {how} this file as one "
+                                       "of its own and would write over the link's target; remove the link "
+                                       "(or put the file itself there) or use another directory")
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(str(p), None, "is a directory, where nmtkit writes a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(str(p), None, f"is not a regular file (a device, pipe or socket), and nmtkit {how} it")
+    if appended and st.st_nlink > 1:
+        raise InputError(str(p), None, f"has {st.st_nlink} hard links: nmtkit appends to this file, and the other "
+                                       "names would get its records; copy it or use another directory")
+
+
 @contextlib.contextmanager
 def _write_in_place(path: str | os.PathLike, how: int | str, mode: str, encoding: str | None) -> Iterator[TextIO]:
     """:func:`atomic_write`'s branch for stdout, descriptors and special files: written directly,

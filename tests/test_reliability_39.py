@@ -1,0 +1,160 @@
+"""Issue 39: a training log that never deletes what it did not write, paths from metadata
+confined to their directory, and the last silent or misleading answers."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from nmtkit.cli.train import command as train
+from nmtkit.errors import OutputError
+from nmtkit.train.lock import LOCK_NAME
+from nmtkit.train.run_log import append_record
+
+
+def run_train(data: Path, save: Path, *extra: str):  # noqa: ANN201
+    args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
+            "--no-progress", "--threads", "1", *extra]
+    return CliRunner().invoke(train, args)
+
+
+def error_line(output: str) -> str:
+    """The output's one line, checked to be nmtkit's error and not a traceback."""
+    lines = output.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in output, output
+    assert lines[0].startswith("nmtkit-") and ": error: " in lines[0], output
+    return lines[0]
+
+
+def log_records(save: Path) -> list[dict]:
+    return [json.loads(line) for line in (save / "train_log.jsonl").read_text().splitlines()]
+
+
+# -- 1. the training log ------------------------------------------------------------------------
+FOREIGN_TEXT = "my notes about this run\nsecond line\n"
+SHARED_LOG = '{"time": 1.0, "event": "start", "update": 0}\n{"time": 2.0, "event": "train", "update": 1, "loss": 3.5}\n'
+
+
+@pytest.mark.parametrize("content", [FOREIGN_TEXT, SHARED_LOG], ids=["text-file", "shared-jsonl-log"])
+@pytest.mark.parametrize("when", ["fresh", "resume"])
+def test_a_symlinked_log_is_refused_and_its_target_kept(data_dir, tmp_path, content, when):
+    save, elsewhere = tmp_path / "c", tmp_path / "elsewhere.txt"
+    if when == "resume":
+        assert run_train(data_dir, save, "--max-update", "1").exit_code == 0
+        (save / "train_log.jsonl").unlink()
+    else:
+        save.mkdir()
+    elsewhere.write_text(content)
+    (save / "train_log.jsonl").symlink_to(elsewhere)
+    before = sorted(p.name for p in save.iterdir())
+    res = run_train(data_dir, save, "--max-update", "2")
+    assert res.exit_code == 1
+    line = error_line(res.output)
+    assert line.startswith(f"nmtkit-train: error: {save / 'train_log.jsonl'}: is a symbolic link to {elsewhere}")
+    assert elsewhere.read_text() == content and (save / "train_log.jsonl").is_symlink()
+    assert sorted(p.name for p in save.iterdir()) == before  # nothing trained, no lock left
+
+
+def test_a_hard_linked_log_is_refused(data_dir, tmp_path):
+    save, shared = tmp_path / "c", tmp_path / "shared.jsonl"
+    save.mkdir()
+    shared.write_text(SHARED_LOG)
+    os.link(shared, save / "train_log.jsonl")
+    res = run_train(data_dir, save, "--max-update", "1")
+    assert res.exit_code == 1
+    assert error_line(res.output) == (f"nmtkit-train: error: {save / 'train_log.jsonl'}: has 2 hard links: nmtkit "
+                                      "appends to this file, and the other names would get its records; copy it or "
+                                      "use another directory")
+    assert shared.read_text() == SHARED_LOG
+
+
+@pytest.mark.parametrize("foreign,lineno", [("# a comment I added\n", 1), ("\n", 1), ('{"event": "train"}\n', 1),
+                                            ('{"time": NaN, "event": "x"}\n', 1), ("[1, 2]\n", 1),
+                                            ("plain words without newline", 1)])
+@pytest.mark.parametrize("when", ["fresh", "resume"])
+def test_a_line_nmtkit_did_not_write_is_refused_before_training(data_dir, tmp_path, foreign, lineno, when):
+    save = tmp_path / "c"
+    if when == "resume":
+        assert run_train(data_dir, save, "--max-update", "1").exit_code == 0
+        lineno += len(log_records(save))
+    else:
+        save.mkdir()
+    log = save / "train_log.jsonl"
+    with open(log, "a") as fh:
+        fh.write(foreign)
+    before = {p.name: p.read_bytes() for p in save.iterdir()}
+    res = run_train(data_dir, save, "--max-update", "3")
+    assert res.exit_code == 1
+    assert error_line(res.output).startswith(f"nmtkit-train: error: {log}:{lineno}: not a record of nmtkit's training log")
+    assert {p.name: p.read_bytes() for p in save.iterdir()} == before  # the log, checkpoints: all as they were
+
+
+def test_starting_over_keeps_the_earlier_runs_records_marked_superseded(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2", "--log-interval", "1").exit_code == 0
+    for ckpt in save.glob("checkpoint*.pt"):
+        ckpt.unlink()  # the earlier run's checkpoints are gone: the next run starts over
+    earlier = log_records(save)
+    res = run_train(data_dir, save, "--max-update", "2", "--log-interval", "1")
+    assert res.exit_code == 0, res.output
+    after = log_records(save)
+    assert [{k: v for k, v in r.items() if k != "superseded"} for r in after[: len(earlier)]] == earlier
+    redone = [i + 1 for i, r in enumerate(earlier) if r["event"] not in ("start", "end")]
+    assert [i + 1 for i, r in enumerate(after[: len(earlier)]) if r.get("superseded")] == redone
+    assert not any(r.get("superseded") for r in after[len(earlier):])
+    assert f"starting over: marked {len(redone)} record(s) of {save / 'train_log.jsonl'} superseded" in res.output
+
+
+def test_records_after_the_checkpoint_are_marked_superseded_not_deleted_on_resume(data_dir, tmp_path):
+    save = tmp_path / "c"
+    assert run_train(data_dir, save, "--max-update", "2", "--log-interval", "1").exit_code == 0
+    log = save / "train_log.jsonl"
+    checkpointed = log.read_text()
+    # what a run killed after the checkpoint leaves: records of updates the resume redoes, and a torn one
+    later = [{"time": 5.0, "event": "train", "update": 3, "loss": 2.5}, {"time": 6.0, "event": "interrupted", "update": 3}]
+    torn = '{"time": 7.0, "event": "train", "upd'
+    log.write_text(checkpointed + "".join(json.dumps(r) + "\n" for r in later) + torn)
+    n = len(checkpointed.splitlines())
+    res = run_train(data_dir, save, "--max-update", "4", "--log-interval", "1")
+    assert res.exit_code == 0, res.output
+    assert (f"marked 2 record(s) of {log} superseded (lines {n + 1}, {n + 3}: updates this run redoes; kept, with "
+            f"\"superseded\": true); line {n + 3} was torn by a kill and is kept as an \"event\": \"torn\" record") in res.output
+    lines = log.read_text().splitlines()
+    assert "\n".join(lines[:n]) + "\n" == checkpointed  # the checkpoint's records untouched, byte for byte
+    assert json.loads(lines[n]) == {**later[0], "superseded": True}
+    assert json.loads(lines[n + 1]) == later[1]  # run history stays current
+    assert {k: v for k, v in json.loads(lines[n + 2]).items() if k != "time"} == {"event": "torn", "superseded": True,
+                                                                                  "text": torn}
+    current = [r["update"] for r in map(json.loads, lines) if r["event"] == "train" and not r.get("superseded")]
+    assert current == [1, 2, 3, 4]
+
+
+def test_the_log_is_never_written_through_a_link_that_appears_later(tmp_path):
+    target, log = tmp_path / "other.txt", tmp_path / "train_log.jsonl"
+    target.write_text("kept\n")
+    log.symlink_to(target)
+    with pytest.raises(OutputError) as err:
+        append_record(log, {"event": "train"})
+    assert str(err.value).startswith(f"{log}: ") and target.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("name", ["checkpoint_last.pt", "checkpoint_best.pt", "checkpoint1.pt", "learning_curve.png"])
+def test_a_save_dir_file_that_is_a_link_is_refused_not_written_through(data_dir, tmp_path, name):
+    save, other = tmp_path / "c", tmp_path / "someone_elses"
+    assert run_train(data_dir, tmp_path / "first", "--max-epoch", "1").exit_code == 0
+    other.write_bytes((tmp_path / "first" / "checkpoint_last.pt").read_bytes())
+    save.mkdir()
+    if name == "checkpoint_last.pt":  # a resumable checkpoint reached through a link: its file must not be replaced
+        for f in (tmp_path / "first").iterdir():
+            if f.name != LOCK_NAME:
+                (save / f.name).write_bytes(f.read_bytes())
+        (save / name).unlink()
+    (save / name).symlink_to(other)
+    before = other.read_bytes()
+    res = run_train(data_dir, save, "--max-epoch", "2")
+    assert res.exit_code == 1
+    assert error_line(res.output).startswith(f"nmtkit-train: error: {save / name}: is a symbolic link to {other}")
+    assert other.read_bytes() == before and not (save / LOCK_NAME).exists()

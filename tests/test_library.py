@@ -1,4 +1,4 @@
-"""nmtkit as a Python library: the README's examples run as written, and the library calls give
+"""nmtkit as a Python library: the examples of docs/guide/python-api.md run as written, and the library calls give
 what the command lines print (so the CLI modules are only option parsing and printing)."""
 from __future__ import annotations
 
@@ -13,24 +13,22 @@ from click.testing import CliRunner
 
 from conftest import make_checkpoint
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+API_DOC = Path(__file__).resolve().parent.parent / "docs" / "guide" / "python-api.md"
 
 
 def readme_snippets() -> list[str]:
-    """The ```python blocks of the README's library section, in order."""
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## nmtkit as a Python library", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    """The ```python blocks of the Python API guide, in order."""
+    return re.findall(r"```python\n(.*?)```", API_DOC.read_text(encoding="utf-8"), flags=re.S)
 
 
 def run_snippet(code: str, namespace: dict) -> object:
     """Execute ``code``; return the value of its last line when that is an expression (as a REPL shows it)."""
     tree = ast.parse(code)
     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    exec(compile(tree, "README.md", "exec"), namespace)
+    exec(compile(tree, str(API_DOC), "exec"), namespace)
     if last is None:
         return None
-    return eval(compile(ast.Expression(last.value), "README.md", "eval"), namespace)
+    return eval(compile(ast.Expression(last.value), str(API_DOC), "eval"), namespace)
 
 
 @pytest.fixture

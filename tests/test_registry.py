@@ -153,7 +153,7 @@ REQUIRED = {
 
 def test_all_presets_are_listed_resolved_and_described() -> None:
     archs = list_archs()
-    assert set(list_models()) == {"luong", "rnnsearch", "rnnencdec"}
+    assert set(list_models()) == {"luong", "rnnsearch", "rnnencdec", "transformer"}
     for arch, model in REQUIRED.items():
         assert archs[arch][0] == model
         assert archs[arch][1] == config_to_dict(resolve_config(arch, {})[1])
@@ -162,7 +162,9 @@ def test_all_presets_are_listed_resolved_and_described() -> None:
         # Luong et al.'s presets use U(-0.1, 0.1), Bahdanau et al.'s their appendix B.1 scheme;
         # CPU-sized and tiny ones torch's defaults (see presets.py)
         cpu_sized = arch.endswith(("_tiny", "_small", "_medium", "_m30k"))
-        if arch.endswith("_50"):
+        if arch.startswith("transformer"):  # Xavier-uniform, as the Transformer is usually trained
+            assert options["init"] == "xavier", arch
+        elif arch.endswith("_50"):
             assert options["init"] == "bahdanau", arch
         else:
             assert options["init"] == "uniform", arch
@@ -215,8 +217,8 @@ def test_build_model_from_checkpoint_dict_round_trips() -> None:
         assert torch.equal(a, b), k
     with pytest.raises(TypeError):
         build_model("luong", cfg, d, d)
-    with pytest.raises(NmtkitError, match="unknown model 'transformer'"):
-        build_model("transformer", {}, d, d)
+    with pytest.raises(NmtkitError, match="unknown model 'conformer'"):
+        build_model("conformer", {}, d, d)
 
 
 def test_a_model_missing_part_of_the_contract_cannot_be_built() -> None:

@@ -83,6 +83,10 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--halve-after", type=click.IntRange(min=0), help="[5] Epoch K after which the lr halves every epoch.")
 @click.option("--lr-shrink", default=0.5, show_default=True, type=FiniteFloat(0, 1, min_open=True))
 @click.option("--plateau-patience", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--warmup-updates", type=click.IntRange(min=1),
+              help="[4000; Transformer presets: theirs] inverse_sqrt: updates of the linear lr warm-up.")
+@click.option("--adam-betas", nargs=2, type=FiniteFloat(0, 1, max_open=True), default=None,
+              help="[0.9 0.999; Transformer presets 0.9 0.98] Adam's beta1 beta2.")
 @click.option("--min-lr", default=0.0, show_default=True, type=FiniteFloat(min=0))
 @click.option("--anneal-fraction", default=0.2, show_default=True, type=FiniteFloat(0, 1, min_open=True),
               help="anneal: the final share of the run's budget over which the lr falls.")

@@ -22,12 +22,12 @@ from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.checkpoint_paths import PathsLike, checkpoint_paths
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.search import EagerSearch, Searcher, choose_searcher
 from nmtkit.utils.amp import autocast
 
 if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
-    from nmtkit.generate.static_search import SearchGraphs
 
 #: Sentences per batch of every inference command unless it says otherwise (the one default).
 DEFAULT_BATCH_SIZE = 64
@@ -67,8 +67,9 @@ class ModelBundle:
     quantize: str = "none"
     batch_size: int = DEFAULT_BATCH_SIZE
     max_tokens: Optional[int] = None
-    #: The search as CUDA graphs (``--cuda-graphs``; nmtkit.generate.static_search).
-    search_graphs: Optional["SearchGraphs"] = None
+    #: The search, chosen once (:func:`nmtkit.generate.search.choose_searcher`): eager, or in fixed
+    #: shapes as CUDA graphs (``--cuda-graphs``).
+    searcher: Searcher = field(default_factory=EagerSearch)
 
     @classmethod
     def load(cls, path: PathsLike, *, device: Union[str, torch.device, None] = None, amp: str = "auto",
@@ -95,12 +96,8 @@ class ModelBundle:
         model, ckpts = load_ensemble(items, dev)
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-        graphs = None
-        if cuda_graphs:
-            from nmtkit.generate.static_search import SearchGraphs
-
-            graphs = SearchGraphs()
-        return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens, graphs)
+        return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens,
+                   choose_searcher(cuda_graphs))
 
     @classmethod
     def of_model(cls, model: torch.nn.Module, src_pipe: TextPipeline, tgt_pipe: TextPipeline,
@@ -108,6 +105,11 @@ class ModelBundle:
         """A bundle around a model already in memory (validation BLEU during training)."""
         ensemble = model if isinstance(model, EnsembleModel) else EnsembleModel([model])
         return cls(ensemble, src_pipe, tgt_pipe, device, **settings)
+
+    @property
+    def search_graphs(self) -> Optional[Searcher]:
+        """The fixed-shape searcher (its captured shapes in ``.graphs``), or None for the eager one."""
+        return None if isinstance(self.searcher, EagerSearch) else self.searcher
 
     # -- what the model is -----------------------------------------------------------------
     @property

@@ -99,6 +99,11 @@ class EnsembleModel(nn.Module):
         """Every member decodes ``g`` rows per encoded sentence (beam search keeps one encoder copy)."""
         return all(getattr(m, "shares_encoder_rows", False) for m in self.models)
 
+    @property
+    def cuda_graph_support(self) -> frozenset[str]:
+        """Where ``--cuda-graphs`` applies to every member (see Seq2SeqModel.cuda_graph_support)."""
+        return frozenset.intersection(*(frozenset(getattr(m, "cuda_graph_support", ())) for m in self.models))
+
     def max_source_len(self) -> Optional[int]:
         """The longest source every member can take in full (None: no member has a limit)."""
         limits = [n for n in (m.max_source_len() for m in self.models) if n is not None]

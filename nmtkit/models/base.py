@@ -94,6 +94,9 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     #: CUDA graphs of the teacher-forced step loop (nmtkit.models.loop_graphs), attached by the
     #: trainer with ``--cuda-graphs``; None: the loop runs eagerly.
     loop_graphs: Optional["LoopGraphs"] = None
+    #: Where ``--cuda-graphs`` applies: "train" (the teacher-forced step loop, see loop_graphs)
+    #: and "search" (the fixed-shape search, which needs a decoder state of fixed size).
+    cuda_graph_support: ClassVar[frozenset[str]] = frozenset({"train", "search"})
 
     def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__()

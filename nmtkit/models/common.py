@@ -184,10 +184,32 @@ def init_bahdanau_(model: nn.Module) -> None:
             m.weight[m.padding_idx].zero_()
 
 
-def initialize_(model: nn.Module, cfg: "BaseConfig") -> None:
+@torch.no_grad()
+def init_xavier_(model: nn.Module) -> None:
+    """The Transformer's usual scheme (fairseq's, from tensor2tensor): Xavier-uniform matrices,
+    zero biases, LayerNorm at (1, 0), embeddings from N(0, d^-1/2) so that, scaled by sqrt(d),
+    they start at unit variance; the ``<pad>`` rows zero."""
+    for m in model.modules():
+        if isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, 0.0, m.embedding_dim ** -0.5)
+            if m.padding_idx is not None:
+                m.weight[m.padding_idx].zero_()
+        elif isinstance(m, nn.Linear):
+            if not any(m.weight is e.weight for e in model.modules() if isinstance(e, nn.Embedding)):
+                nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                m.bias.zero_()
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+
+
+def initialize_(model: nn.Module, cfg: Any) -> None:
     """Apply the config's initialisation scheme (the one place that chooses it)."""
     if cfg.init == "bahdanau":
         init_bahdanau_(model)
+    elif cfg.init == "xavier":
+        init_xavier_(model)
     elif cfg.init_scale > 0:
         init_uniform_(model, cfg.init_scale)
 

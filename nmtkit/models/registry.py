@@ -143,8 +143,11 @@ class Registry:
                 elif seen.type is not typ:
                     raise TypeError(f"model option {name} is {seen.type.__name__} in {', '.join(seen.models)} "
                                     f"but {getattr(typ, '__name__', typ)} in {model_name}")
-                else:
-                    out[name] = dataclasses.replace(seen, models=(*seen.models, model_name))
+                else:  # each model checks its own choices (Config.validate); the flag accepts them all
+                    choices = seen.choices
+                    if choices is not None and meta.get("choices") is not None:
+                        choices = (*choices, *(c for c in meta["choices"] if c not in choices))
+                    out[name] = dataclasses.replace(seen, models=(*seen.models, model_name), choices=choices)
         return out
 
     def arch_description(self, arch: str) -> str:

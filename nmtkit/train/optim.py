@@ -10,6 +10,10 @@
   ``--max-epoch``, whichever runs out first), so a run with a fixed budget ends annealed.  A
   weight average (``--ema-decay``) keeps the validation loss falling, so ``plateau`` may never
   shrink the lr of a short run; this schedule does not depend on it.
+* ``--lr-schedule inverse_sqrt`` (Vaswani et al. 2017, section 5.3, in fairseq's form): the lr
+  rises linearly from 0 to ``--lr`` over ``--warmup-updates`` updates, then falls as
+  ``lr * sqrt(warmup / update)``.  It is set before every update from the update count, so it
+  resumes exactly.  The Transformer presets train with it and Adam's β = (0.9, 0.98).
 """
 from __future__ import annotations
 
@@ -21,11 +25,13 @@ import torch
 from nmtkit.errors import NmtkitError
 
 OPTIMIZERS = ("sgd", "adadelta", "adam")
-SCHEDULES = ("fixed", "halving", "plateau", "anneal")
+SCHEDULES = ("fixed", "halving", "plateau", "anneal", "inverse_sqrt")
 DEFAULT_LR = {"sgd": 1.0, "adadelta": 1.0, "adam": 1e-3}
 
 
-def build_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: Optional[float]) -> torch.optim.Optimizer:
+def build_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: Optional[float],
+                    betas: tuple[float, float] = (0.9, 0.999)) -> torch.optim.Optimizer:
+    """``betas``: Adam's (β1, β2); the other optimizers have none."""
     lr = DEFAULT_LR[name] if lr is None else lr
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr)
@@ -36,7 +42,7 @@ def build_optimizer(name: str, params: Iterable[torch.nn.Parameter], lr: Optiona
         # one fused kernel over each tensor instead of about ten elementwise passes (CPU and CUDA;
         # torch's own implementation, the same update)
         fused = all(p.device.type in ("cpu", "cuda") and p.dtype in (torch.float32, torch.float64) for p in params)
-        return torch.optim.Adam(params, lr=lr, fused=fused or None)
+        return torch.optim.Adam(params, lr=lr, betas=betas, fused=fused or None)
     raise NmtkitError(f"unknown optimizer {name!r} (choose {', '.join(OPTIMIZERS)})")
 
 
@@ -64,7 +70,8 @@ class LRSchedule:
     plateau_patience: int = 0
     min_lr: float = 0.0
     anneal_fraction: float = 0.2  # anneal: the final share of the budget over which the lr falls
-    base_lr: Optional[float] = None  # anneal: the lr it starts from (--lr)
+    base_lr: Optional[float] = None  # anneal: the lr it starts from; inverse_sqrt: the peak (--lr)
+    warmup_updates: int = 4000  # inverse_sqrt: updates of the linear warm-up
     best_valid: Optional[float] = None
     bad_epochs: int = 0
 
@@ -73,15 +80,24 @@ class LRSchedule:
             raise NmtkitError(f"unknown --lr-schedule {self.kind!r} (choose {', '.join(SCHEDULES)})")
         if not 0.0 < self.anneal_fraction <= 1.0:
             raise NmtkitError(f"--anneal-fraction must be in (0, 1], got {self.anneal_fraction}")
-        if self.kind == "anneal" and self.base_lr is None:
-            raise NmtkitError("--lr-schedule anneal needs the lr it starts from (base_lr)")
+        if self.kind in ("anneal", "inverse_sqrt") and self.base_lr is None:
+            raise NmtkitError(f"--lr-schedule {self.kind} needs the lr it starts from (base_lr)")
+        if self.kind == "inverse_sqrt" and self.warmup_updates < 1:
+            raise NmtkitError(f"--warmup-updates must be at least 1 for --lr-schedule inverse_sqrt, got {self.warmup_updates}")
 
-    def before_update(self, optimizer: torch.optim.Optimizer, progress: float) -> None:
-        """``anneal``: set the lr for the next update from the share of the budget used so far."""
-        if self.kind != "anneal":
+    def before_update(self, optimizer: torch.optim.Optimizer, progress: float, update: int = 0) -> None:
+        """Set the lr of the next update: ``anneal`` from the share of the budget used so far
+        (``progress``), ``inverse_sqrt`` from the number of updates already done (``update``)."""
+        if self.kind == "inverse_sqrt":
+            assert self.base_lr is not None
+            step = update + 1
+            lr = self.base_lr * min(step / self.warmup_updates, (self.warmup_updates / step) ** 0.5)
+        elif self.kind == "anneal":
+            assert self.base_lr is not None
+            into = min(max((progress - (1.0 - self.anneal_fraction)) / self.anneal_fraction, 0.0), 1.0)
+            lr = max(self.min_lr, self.base_lr + (self.min_lr - self.base_lr) * into)
+        else:
             return
-        into = min(max((progress - (1.0 - self.anneal_fraction)) / self.anneal_fraction, 0.0), 1.0)
-        lr = max(self.min_lr, self.base_lr + (self.min_lr - self.base_lr) * into)
         for group in optimizer.param_groups:
             group["lr"] = lr
 

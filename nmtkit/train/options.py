@@ -30,6 +30,10 @@ class TrainOptions:
     plateau_patience: int = 0
     min_lr: float = 0.0
     anneal_fraction: float = 0.2
+    #: inverse_sqrt: updates over which the lr rises linearly to --lr.
+    warmup_updates: int = 4000
+    #: Adam's (β1, β2); the Transformer presets use the paper's (0.9, 0.98).
+    adam_betas: tuple[float, float] = (0.9, 0.999)
     clip_norm: float = 5.0
     label_smoothing: float = 0.0
     patience: int = 0
@@ -92,6 +96,10 @@ class TrainOptions:
             if self.min_lr >= lr:
                 raise NmtkitError(f"--lr-schedule anneal lowers the lr from {lr:g} to --min-lr, which is {self.min_lr:g}: "
                                   "give a --min-lr below --lr")
+        if self.lr_schedule == "inverse_sqrt" and self.warmup_updates < 1:
+            raise NmtkitError(f"--lr-schedule inverse_sqrt needs --warmup-updates of at least 1, got {self.warmup_updates}")
+        if not all(0.0 <= b < 1.0 for b in self.adam_betas):
+            raise NmtkitError(f"--adam-betas must both be in [0, 1), got {self.adam_betas[0]:g} {self.adam_betas[1]:g}")
         if self.guided_alignment_weight < 0:
             raise NmtkitError(f"--guided-alignment-weight must be >= 0, got {self.guided_alignment_weight}")
 
@@ -99,11 +107,12 @@ class TrainOptions:
 LOSS_NORMS = ("token", "sentence")
 BEST_METRICS = ("loss", "bleu")
 #: Training options a preset may set (``register_arch(..., train_defaults=...)``).
-PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_norm", "loss_norm")
+PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_norm", "loss_norm", "warmup_updates",
+                        "adam_betas")
 
 
 #: Preset training options that only make sense with the preset's own optimiser.
-OPTIMIZER_BOUND_OPTIONS = ("lr", "lr_schedule", "halve_after")
+OPTIMIZER_BOUND_OPTIONS = ("lr", "lr_schedule", "halve_after", "warmup_updates", "adam_betas")
 
 
 def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:

@@ -100,15 +100,19 @@ class Trainer:
                                   "(raise --max-tokens instead)")
             if self.device.type != "cuda":
                 raise NmtkitError(f"--cuda-graphs needs a CUDA device (this run is on {self.device})")
+            if "train" not in self.model.cuda_graph_support:
+                raise NmtkitError(f"--cuda-graphs replays a recurrent decoder's step loop; {opt.arch} ({self.model_name}) "
+                                  "has none (it trains all target positions at once): train without --cuda-graphs")
             from nmtkit.models.loop_graphs import LoopGraphs
 
             self.model.loop_graphs = LoopGraphs()
         check_guided_alignment(opt.guided_alignment_weight, opt.arch, self.model, self.train_set.alignments is not None,
                                f"{self.data.path} has no alignments for split {opt.train_subset!r}")
-        self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr)
+        self.optimizer = build_optimizer(opt.optimizer, self.model.parameters(), opt.lr, opt.adam_betas)
         self.ema = WeightAverage(self.model, opt.ema_decay) if opt.ema_decay > 0 else None
         self.schedule = LRSchedule(opt.lr_schedule, opt.halve_after, opt.lr_shrink, opt.plateau_patience, opt.min_lr,
-                                   opt.anneal_fraction, base_lr=self.optimizer.param_groups[0]["lr"])
+                                   opt.anneal_fraction, base_lr=self.optimizer.param_groups[0]["lr"],
+                                   warmup_updates=opt.warmup_updates)
         self.state = TrainState()
         self.amp_dtype = resolve_amp(self.opt.amp, self.device, training=True)
         self.scaler = torch.amp.GradScaler("cuda") if self.amp_dtype == torch.float16 else None
@@ -301,7 +305,7 @@ class Trainer:
             group = batches[k : k + opt.update_freq]
             for b in group:
                 self._padding.add(b)
-            self.schedule.before_update(self.optimizer, self._budget_used(k, len(batches), self._wall))
+            self.schedule.before_update(self.optimizer, self._budget_used(k, len(batches), self._wall), self.state.update)
             out = self.train_step(group)
             st.batches_done = k + len(group)
             st.update += 1

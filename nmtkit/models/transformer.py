@@ -1,0 +1,367 @@
+"""The Transformer (Vaswani et al. 2017): self-attention encoder and decoder stacks.
+
+* Multi-head attention runs through :func:`torch.nn.functional.scaled_dot_product_attention`
+  (fused kernels on CPU and GPU), except in the one decoder layer whose cross-attention is read
+  as alignment (``alignment_layer``): there the weights are needed, so that layer writes the same
+  product out (:func:`attend_with_weights`).
+* Post-norm (``LayerNorm(x + sublayer(x))``, the paper's) is the default, because it is what the
+  paper and fairseq's ``transformer`` train, so the presets and the comparisons with fairseq
+  are the same model; ``normalize_before`` gives pre-norm (``x + sublayer(LayerNorm(x))`` and a
+  final LayerNorm), which trains deeper stacks and higher learning rates without diverging.
+* Embeddings are scaled by ``sqrt(embed_dim)`` and added to sinusoidal positions (section 3.5)
+  or, with ``learned_positions``, to a learned table of ``max_positions`` rows.
+* Dropout on the sum of embeddings and positions and on every sublayer's output before the
+  residual (``dropout``, the paper's ``P_drop``), on attention weights (``attention_dropout``) and
+  after the feed-forward activation (``activation_dropout``).
+* Incremental decoding (:meth:`TransformerModel.decode_step`): the decoder state holds each
+  layer's self-attention keys and values of the steps so far (``[N, heads, t, d_head]``, batch
+  first, so beam search reorders it with ``index_select`` like any state); the encoder's keys
+  and values for cross-attention are computed once per sentence in :meth:`encode`.  ``g``
+  hypotheses of one sentence attend to that sentence's keys together (``shares_encoder_rows``).
+* The attention the model reports (translation alignments, ``--replace-unk``, ``nmtkit-align``,
+  the guided-alignment loss) is the cross-attention of ``alignment_layer``, averaged over its
+  first ``alignment_heads`` heads (0: all), as in Garg et al. (2019).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar, Optional
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from nmtkit.data.dictionary import PAD_ID
+from nmtkit.errors import NmtkitError
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.common import MAX_INIT_SCALE, MAX_MODEL_INT, lengths_to_mask, option, tie_embeddings
+from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
+from nmtkit.models.gemm import Linear
+from nmtkit.models.registry import register_model
+
+ACTIVATIONS = ("relu", "gelu")
+TRANSFORMER_INITS = ("xavier", "uniform")
+
+
+@dataclass
+class TransformerConfig:
+    """Options of the ``transformer`` model (the defaults are the paper's base model)."""
+
+    embed_dim: int = option(512, "Model width d_model: embeddings, attention and every residual stream.")
+    ffn_dim: int = option(2048, "Inner size d_ff of the position-wise feed-forward layers.")
+    heads: int = option(8, "Attention heads h (embed_dim must be divisible by it).")
+    encoder_layers: int = option(6, "Encoder layers N.")
+    decoder_layers: int = option(6, "Decoder layers N.")
+    dropout: float = option(0.1, "Dropout rate in [0, 1).")
+    attention_dropout: float = option(0.0, "Dropout on the attention weights.")
+    activation_dropout: float = option(0.0, "Dropout after the feed-forward activation.")
+    activation: str = option("relu", "Feed-forward activation.", choices=ACTIVATIONS)
+    normalize_before: bool = option(False, "Pre-norm (LayerNorm before each sublayer, and a final one); "
+                                    "default post-norm as in the paper.")
+    learned_positions: bool = option(False, "Learned position embeddings instead of the sinusoids.")
+    max_positions: int = option(1024, "Longest sentence (pieces) with --learned-positions.")
+    share_decoder_input_output_embed: bool = option(False, "Tie the output layer to the target embeddings "
+                                                    "(Press & Wolf 2017).")
+    share_all_embeddings: bool = option(False, "One embedding matrix for source, target and output "
+                                        "(joined dictionary).")
+    alignment_layer: int = option(-2, "Decoder layer whose cross-attention is the alignment (negative: from the "
+                                  "top; -2 is the penultimate layer, as Garg et al. 2019).")
+    alignment_heads: int = option(0, "Average the alignment layer's first N heads (0: all heads).")
+    init: str = option("xavier", "xavier: Xavier-uniform weights, N(0, d^-1/2) embeddings, zero biases "
+                       "(fairseq's scheme); uniform: U(-init_scale, init_scale).", choices=TRANSFORMER_INITS)
+    init_scale: float = option(0.1, "Uniform init range [-x, x] with --init uniform.")
+
+    def validate(self) -> None:
+        for name in ("embed_dim", "ffn_dim", "heads", "encoder_layers", "decoder_layers", "max_positions"):
+            require_at_least(name, getattr(self, name), 1)
+            require_at_most(name, getattr(self, name), MAX_MODEL_INT)
+        require(self.embed_dim % self.heads == 0,
+                f"embed_dim ({self.embed_dim}) must be divisible by heads ({self.heads})")
+        for name in ("dropout", "attention_dropout", "activation_dropout"):
+            value = getattr(self, name)
+            require(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value}")
+        require_choice("activation", self.activation, ACTIVATIONS)
+        require_choice("init", self.init, TRANSFORMER_INITS)
+        require(-self.decoder_layers <= self.alignment_layer < self.decoder_layers,
+                f"alignment_layer must be in [-{self.decoder_layers}, {self.decoder_layers - 1}] "
+                f"for {self.decoder_layers} decoder layers, got {self.alignment_layer}")
+        require(0 <= self.alignment_heads <= self.heads,
+                f"alignment_heads must be in [0, heads={self.heads}], got {self.alignment_heads}")
+        require_at_least("init_scale", self.init_scale, 0)
+        require_at_most("init_scale", self.init_scale, MAX_INIT_SCALE)
+
+    def alignment_layer_index(self) -> int:
+        """``alignment_layer`` as an index from the bottom."""
+        return self.alignment_layer % self.decoder_layers
+
+
+def sinusoids(positions: Tensor, dim: int) -> Tensor:
+    """Section 3.5's encoding of ``positions`` ``[...]`` -> ``[..., dim]``: sin on the first half
+    of the channels and cos on the second (fairseq's layout), wavelengths 2π .. 10000·2π."""
+    half = dim // 2
+    scale = math.log(10000.0) / max(half - 1, 1)
+    freqs = torch.exp(torch.arange(half, dtype=torch.float32, device=positions.device) * -scale)
+    angles = positions.float().unsqueeze(-1) * freqs
+    out = torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+    return F.pad(out, (0, dim - 2 * half)) if dim % 2 else out
+
+
+def split_heads(x: Tensor, heads: int) -> Tensor:
+    """``[B, T, D]`` -> ``[B, heads, T, D / heads]``."""
+    b, t, d = x.shape
+    return x.view(b, t, heads, d // heads).transpose(1, 2)
+
+
+def merge_heads(x: Tensor) -> Tensor:
+    """``[B, heads, T, d]`` -> ``[B, T, heads * d]``."""
+    b, h, t, d = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d)
+
+
+def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout: float,
+                        training: bool) -> tuple[Tensor, Tensor]:
+    """``softmax(q kᵀ / sqrt(d) + mask) v`` written out, returning the weights too: what
+    :func:`F.scaled_dot_product_attention` computes (``mask``: bool, True where a key takes part).
+    ``q`` ``[B, H, T, d]``, ``k``/``v`` ``[B, H, S, d]`` -> (``[B, H, T, d]``, weights ``[B, H, T, S]``)."""
+    scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    dropped = F.dropout(weights, dropout, training=training) if dropout > 0 else weights
+    return torch.matmul(dropped, v), weights
+
+
+class MultiheadAttention(nn.Module):
+    """Multi-head attention with separate query, key and value projections (so that the keys
+    and values of the encoder can be computed once per sentence)."""
+
+    def __init__(self, dim: int, heads: int, dropout: float, self_attention: bool) -> None:
+        super().__init__()
+        self.heads = heads
+        self.dropout = dropout
+        self.self_attention = self_attention
+        if self_attention:  # one product for q, k and v of the same input
+            self.in_proj = Linear(dim, 3 * dim)
+        else:
+            self.q_proj = Linear(dim, dim)
+            self.kv_proj = Linear(dim, 2 * dim)
+        self.out_proj = Linear(dim, dim)
+
+    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        """Cross-attention keys and values of ``memory`` ``[B, S, D]`` -> two ``[B, H, S, d]``."""
+        k, v = self.kv_proj(memory).chunk(2, dim=-1)
+        return split_heads(k, self.heads), split_heads(v, self.heads)
+
+    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        q, k, v = self.in_proj(x).chunk(3, dim=-1)
+        return split_heads(q, self.heads), split_heads(k, self.heads), split_heads(v, self.heads)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool = False,
+               need_weights: bool = False) -> tuple[Tensor, Optional[Tensor]]:
+        """Heads ``q`` ``[B, H, T, d]`` over ``k``/``v`` ``[B, H, S, d]`` -> (output ``[B, T, D]``,
+        weights ``[B, H, T, S]`` when ``need_weights``)."""
+        p = self.dropout if self.training else 0.0
+        if need_weights:
+            if causal:
+                t, s = q.size(2), k.size(2)
+                tri = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
+                mask = tri if mask is None else mask & tri
+            out, weights = attend_with_weights(q, k, v, mask, p, self.training)
+            return self.out_proj(merge_heads(out)), weights
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, is_causal=causal and mask is None)
+        return self.out_proj(merge_heads(out)), None
+
+
+class FeedForward(nn.Module):
+    def __init__(self, dim: int, ffn_dim: int, activation: str, activation_dropout: float) -> None:
+        super().__init__()
+        self.fc1 = Linear(dim, ffn_dim)
+        self.fc2 = Linear(ffn_dim, dim)
+        self.activation = F.relu if activation == "relu" else F.gelu
+        self.activation_dropout = nn.Dropout(activation_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc2(self.activation_dropout(self.activation(self.fc1(x))))
+
+
+class Sublayer(nn.Module):
+    """The residual connection and LayerNorm around one sublayer, post- or pre-norm."""
+
+    def __init__(self, dim: int, dropout: float, normalize_before: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+        self.normalize_before = normalize_before
+
+    def inputs(self, x: Tensor) -> Tensor:
+        """What the sublayer reads."""
+        return self.norm(x) if self.normalize_before else x
+
+    def output(self, x: Tensor, y: Tensor) -> Tensor:
+        """The residual stream after the sublayer produced ``y`` from ``x``."""
+        out = x + self.dropout(y)
+        return out if self.normalize_before else self.norm(out)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        d = cfg.embed_dim
+        self.self_attn = MultiheadAttention(d, cfg.heads, cfg.attention_dropout, self_attention=True)
+        self.attn_sub = Sublayer(d, cfg.dropout, cfg.normalize_before)
+        self.ffn = FeedForward(d, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
+        self.ffn_sub = Sublayer(d, cfg.dropout, cfg.normalize_before)
+
+    def forward(self, x: Tensor, key_mask: Tensor) -> Tensor:
+        q, k, v = self.self_attn.project_qkv(self.attn_sub.inputs(x))
+        y, _ = self.self_attn.attend(q, k, v, key_mask)
+        x = self.attn_sub.output(x, y)
+        return self.ffn_sub.output(x, self.ffn(self.ffn_sub.inputs(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        d = cfg.embed_dim
+        self.self_attn = MultiheadAttention(d, cfg.heads, cfg.attention_dropout, self_attention=True)
+        self.self_sub = Sublayer(d, cfg.dropout, cfg.normalize_before)
+        self.cross_attn = MultiheadAttention(d, cfg.heads, cfg.attention_dropout, self_attention=False)
+        self.cross_sub = Sublayer(d, cfg.dropout, cfg.normalize_before)
+        self.ffn = FeedForward(d, cfg.ffn_dim, cfg.activation, cfg.activation_dropout)
+        self.ffn_sub = Sublayer(d, cfg.dropout, cfg.normalize_before)
+
+    def forward(self, x: Tensor, self_k: Tensor, self_v: Tensor, q_self: Tensor, causal: bool,
+                cross_k: Tensor, cross_v: Tensor, cross_mask: Tensor, g: int,
+                need_weights: bool) -> tuple[Tensor, Optional[Tensor]]:
+        """One layer over ``x`` ``[N, T, D]`` given its self-attention queries and the keys and
+        values they attend to (all steps so far); ``g`` rows of ``x`` per encoded sentence.
+        Returns the new stream and, with ``need_weights``, the cross-attention ``[N, H, T, S]``."""
+        y, _ = self.self_attn.attend(q_self, self_k, self_v, None, causal=causal)
+        x = self.self_sub.output(x, y)
+        q = split_heads(self.cross_attn.q_proj(self.cross_sub.inputs(x)), self.cross_attn.heads)
+        if g > 1:  # [B*g, H, T, d] -> [B, H, g*T, d]: a sentence's hypotheses share its keys
+            n, h, t, d = q.shape
+            q = q.view(n // g, g, h, t, d).transpose(1, 2).reshape(n // g, h, g * t, d)
+        y, weights = self.cross_attn.attend(q, cross_k, cross_v, cross_mask, need_weights=need_weights)
+        if g > 1:
+            b, gt, dim = y.shape
+            y = y.view(b, g, gt // g, dim).reshape(b * g, gt // g, dim)
+            if weights is not None:
+                h, s = weights.size(1), weights.size(-1)
+                weights = weights.view(b, h, g, gt // g, s).transpose(1, 2).reshape(b * g, h, gt // g, s)
+        x = self.cross_sub.output(x, y)
+        return self.ffn_sub.output(x, self.ffn(self.ffn_sub.inputs(x))), weights
+
+
+@register_model("transformer")
+class TransformerModel(Seq2SeqModel):
+    """Vaswani et al.'s encoder-decoder Transformer."""
+
+    Config = TransformerConfig
+    shares_encoder_rows = True
+    #: The decoder state grows by one key and value per step: the fixed-shape search of
+    #: ``--cuda-graphs`` (fixed-size state buffers) does not apply, nor does the training step
+    #: loop's graphs (there is no step loop).
+    cuda_graph_support: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, cfg: TransformerConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
+        super().__init__(cfg, src_dict, tgt_dict)
+        d = cfg.embed_dim
+        self.src_embed = nn.Embedding(len(src_dict), d, padding_idx=PAD_ID)
+        self.tgt_embed = nn.Embedding(len(tgt_dict), d, padding_idx=PAD_ID)
+        self.embed_scale = math.sqrt(d)
+        if cfg.learned_positions:  # position p is row p (pad rows are not needed: masks hide them)
+            self.src_positions: Optional[nn.Embedding] = nn.Embedding(cfg.max_positions, d)
+            self.tgt_positions: Optional[nn.Embedding] = nn.Embedding(cfg.max_positions, d)
+        else:
+            self.src_positions = self.tgt_positions = None
+        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        self.encoder_norm = nn.LayerNorm(d) if cfg.normalize_before else None
+        self.decoder_norm = nn.LayerNorm(d) if cfg.normalize_before else None
+        self.output_projection = Linear(d, len(tgt_dict), bias=False)
+        tie_embeddings(self, self.src_embed, self.tgt_embed, self.output_projection)
+        self.align_index = cfg.alignment_layer_index()
+
+    # -- embeddings -------------------------------------------------------------------------
+    def max_source_len(self) -> Optional[int]:
+        return self.cfg.max_positions - 1 if self.cfg.learned_positions else None
+
+    def _embed(self, tokens: Tensor, start: int, table: nn.Embedding, positions: Optional[nn.Embedding]) -> Tensor:
+        """Scaled embeddings plus positions ``start .. start + T - 1`` of ``tokens`` ``[B, T]``."""
+        x = table(tokens) * self.embed_scale
+        pos = torch.arange(start, start + tokens.size(1), device=tokens.device)
+        if positions is None:
+            x = x + sinusoids(pos, x.size(-1)).to(x.dtype)
+        else:
+            if start + tokens.size(1) > self.cfg.max_positions:
+                raise NmtkitError(f"a sentence of {start + tokens.size(1)} pieces is longer than the model's "
+                                  f"learned positions (max_positions {self.cfg.max_positions})")
+            x = x + positions(pos)
+        return self.embed_dropout(x)
+
+    # -- encoder ----------------------------------------------------------------------------
+    def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
+        mask = lengths_to_mask(src_lengths, src_tokens.size(1))
+        key_mask = mask[:, None, None, :]
+        x = self._embed(src_tokens, 0, self.src_embed, self.src_positions)
+        for layer in self.encoder_layers:
+            x = layer(x, key_mask)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        extra: dict[str, Tensor] = {}
+        for i, layer in enumerate(self.decoder_layers):
+            extra[f"k{i}"], extra[f"v{i}"] = layer.cross_attn.project_kv(x)
+        return EncoderOutput(states=x, mask=mask, extra=extra)
+
+    # -- decoder ----------------------------------------------------------------------------
+    def _decode(self, x: Tensor, enc: EncoderOutput, cache: Optional[DecoderState],
+                need_weights: bool) -> tuple[Tensor, Optional[Tensor], DecoderState]:
+        """The decoder stack over embedded inputs ``x`` ``[N, T, D]``: teacher-forced (``cache``
+        None, causal) or the next ``T`` steps after the cached ones.  Returns the top states,
+        the alignment layer's cross-attention ``[N, T, S]`` (when ``need_weights``) and the
+        cache with these steps appended."""
+        g = rows_per_sentence(x.size(0), enc)
+        cross_mask = enc.mask[:, None, None, :]
+        new_cache: DecoderState = {}
+        align = None
+        for i, layer in enumerate(self.decoder_layers):
+            q, k, v = layer.self_attn.project_qkv(layer.self_sub.inputs(x))
+            if cache is not None:
+                # .to: the empty first cache is float32, the products under autocast are not
+                k = torch.cat([cache[f"k{i}"].to(k.dtype), k], dim=2)
+                v = torch.cat([cache[f"v{i}"].to(v.dtype), v], dim=2)
+            new_cache[f"k{i}"], new_cache[f"v{i}"] = k, v
+            want = need_weights and i == self.align_index
+            x, weights = layer(x, k, v, q, cache is None and x.size(1) > 1,
+                               enc.extra[f"k{i}"], enc.extra[f"v{i}"], cross_mask, g, want)
+            if weights is not None:
+                heads = self.cfg.alignment_heads or weights.size(1)
+                align = weights[:, :heads].mean(dim=1)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        return x, align, new_cache
+
+    def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
+        h = self.cfg.heads
+        empty = enc.states.new_zeros(enc.states.size(0), h, 0, self.cfg.embed_dim // h)
+        return {f"{kind}{i}": empty for i in range(self.cfg.decoder_layers) for kind in ("k", "v")}
+
+    def decode_step(
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+    ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
+        step = state["k0"].size(2)
+        x = self._embed(prev_tokens[:, None], step, self.tgt_embed, self.tgt_positions)
+        out, align, new_state = self._decode(x, enc, state, need_weights=True)
+        logits = self.project_output(out[:, 0])
+        return torch.log_softmax(logits.float(), dim=-1), (None if align is None else align[:, 0]), new_state
+
+    def forward(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+    ) -> tuple[Tensor, Optional[Tensor]]:
+        enc = self.encode(src_tokens, src_lengths)
+        x = self._embed(prev_output_tokens, 0, self.tgt_embed, self.tgt_positions)
+        out, align, _ = self._decode(x, enc, None, need_weights=True)
+        return self.output_projection(out), align

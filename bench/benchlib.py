@@ -28,10 +28,20 @@ from typing import Optional, Sequence
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "RESULTS.md"
 RESULTS_JSONL = REPO / "bench" / "results.jsonl"
+#: The work folder of the running benchmark (``--work``): a run's full report and commands go to
+#: ``WORK/logs/`` and its records name that log relative to it (``append_results``).
+WORK = Path("/root/nmtkit-bench")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 # -- paths ----------------------------------------------------------------------------------
+def _work_path(value: str) -> str:
+    """``--work``'s type: also remembers the folder for the run's log (``WORK``)."""
+    global WORK
+    WORK = Path(value)
+    return value
+
+
 def default_data() -> str:
     """``$NMTKIT_DATA`` or ``../shared/data`` relative to the repository."""
     return os.environ.get("NMTKIT_DATA", str((REPO.parent / "shared" / "data").resolve()))
@@ -45,7 +55,8 @@ def default_peers() -> str:
 def add_common_args(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
     """--data, --work, --peers, --record, options every script takes."""
     ap.add_argument("--data", default=default_data(), help="folder holding multi30k/ (default: $NMTKIT_DATA or ../shared/data; now %(default)s)")
-    ap.add_argument("--work", default="/root/nmtkit-bench", help="where every output goes, outside the repo (default: %(default)s)")
+    ap.add_argument("--work", default="/root/nmtkit-bench", type=_work_path,
+                    help="where every output goes, outside the repo; logs in WORK/logs (default: %(default)s)")
     ap.add_argument("--peers", default=default_peers(), help="peer venvs folder (default: $NMTKIT_PEERS or ~/nmt-peers; now %(default)s)")
     ap.add_argument("--record", action=RecordFromCommit, nargs=0, default=False,
                     help="append this run's section to bench/RESULTS.md and its records to bench/results.jsonl "
@@ -321,14 +332,28 @@ def section(title: str, machine: str, load_before: str, load_after: str, softwar
     )
 
 
-def append_results(text: str, path: Path = RESULTS) -> None:
-    """Append a section to RESULTS.md (atomically rewritten, so it is never half written)."""
+#: The log of the run being recorded, relative to ``WORK`` (set by ``append_results``, carried by
+#: the records ``append_jsonl`` writes next).
+LAST_LOG: Optional[str] = None
+
+
+def append_results(text: str, path: Optional[Path] = None) -> str:
+    """Write a run's full report (machine, load, software, tables, the exact commands) to its own
+    log file, ``WORK/logs/DATE-TITLE.md``; the records of the run name it (relative to WORK).
+    RESULTS.md is generated from the records (bench/report.py), never appended to."""
+    global LAST_LOG
     from nmtkit.utils.textio import atomic_write
 
-    old = path.read_text(encoding="utf-8") if path.exists() else HEADER
-    with atomic_write(path) as fh:
-        fh.write(old.rstrip("\n") + "\n" + text)
-    print(f"recorded in {path}")
+    title = re.sub(r"[^a-z0-9]+", "-", (re.search(r"^## (.*?)(?: \(|$)", text, re.M) or re.match("(.*)", "run")).group(1).lower())
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    rel = Path("logs") / f"{stamp}-{title.strip('-')[:60] or 'run'}.md"
+    target = Path(path) if path is not None else WORK / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(target) as fh:
+        fh.write(HEADER.splitlines()[0] + "\n" + text)
+    LAST_LOG = str(rel) if path is None else str(target)
+    print(f"report and commands in {target}")
+    return LAST_LOG
 
 
 def read_records(bench: str | None = None, path: Path = RESULTS_JSONL) -> list[dict]:
@@ -339,14 +364,50 @@ def read_records(bench: str | None = None, path: Path = RESULTS_JSONL) -> list[d
     return [r for r in recs if bench is None or r.get("bench") == bench]
 
 
-def append_jsonl(records: list[dict], base: dict, path: Path = RESULTS_JSONL) -> None:
+def this_host(peers: Optional[str] = None) -> dict:
+    """This host's fingerprint with its probed peak (bench/host.py), cached for the process."""
+    global _HOST
+    if _HOST is None:
+        import host
+
+        _HOST = host.host_for_record(host.fingerprint(peers or default_peers()))
+    return _HOST
+
+
+_HOST: Optional[dict] = None
+
+
+def append_jsonl(records: list[dict], base: dict, path: Path = RESULTS_JSONL, regenerate: bool = True) -> list[dict]:
     """Append one JSON line per headline figure (``base`` fields first, then the record's own):
-    results.jsonl is how results are checked, so every record carries its bench, date and commit."""
+    results.jsonl is how results are checked, so every record carries its bench, date, commit, the
+    host it ran on (fingerprint and probed peak) and the log of its run.  A record equal to one
+    already there in everything but when and at which commit it was stamped is the same run and is
+    not appended again (bench/records.py); RESULTS.md is regenerated afterwards."""
+    import records as rec_mod
+
     base = {"date": now(), "commit": git_commit(), **base}
+    if "host" not in base and not any("host" in r for r in records):
+        base["host"] = this_host()
+    if LAST_LOG and "log" not in base:
+        base["log"] = LAST_LOG
+    done = {rec_mod.run_key(r) for r in read_records(path=path)}
+    new = []
+    for r in records:
+        full = {**base, **r}
+        if rec_mod.run_key(full) in done:
+            print(f"not appended (already recorded: the same run): {r.get('system', '')} {r.get('bench', base.get('bench', ''))}")
+            continue
+        done.add(rec_mod.run_key(full))
+        new.append(full)
     with open(path, "a", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(json.dumps({**base, **r}) + "\n")
-    print(f"appended {len(records)} record(s) to {path}")
+        for full in new:
+            fh.write(json.dumps(full) + "\n")
+    print(f"appended {len(new)} record(s) to {path}")
+    if regenerate and path == RESULTS_JSONL:
+        import report
+
+        report.main([])
+    return new
 
 
 def md_table(header: list[str], rows: list[list[object]]) -> str:

@@ -22,8 +22,12 @@ def latest(records: list[dict], **match: object) -> Optional[dict]:
     return found[-1] if found else None
 
 
-def stamp(r: dict) -> str:
-    return f"{r.get('date', '?')} @ {str(r.get('commit', '?')).split(' ')[0]}"
+def stamp(r: dict) -> list[str]:
+    """The host and the recording stamp of a row: the whole commit field, so a note such as
+    "(nmtkit/ has uncommitted changes)" is never cut off."""
+    import records
+
+    return [records.host_label(r), f"{str(r.get('date', '?'))[:16]} @ {r.get('commit', '?')}"]
 
 
 def train_rows(records: list[dict]) -> Iterable[list[str]]:
@@ -35,7 +39,7 @@ def train_rows(records: list[dict]) -> Iterable[list[str]]:
                 if found:
                     r = found[-1]
                     yield [f"train {r['arch']}, batch 64, {threads} thread(s), {label}", f"{r['nmtkit']:,.0f} tgt tok/s steady",
-                           f"{peer} {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", stamp(r)]
+                           f"{peer} {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", *stamp(r)]
 
 
 def decode_rows(records: list[dict]) -> Iterable[list[str]]:
@@ -47,7 +51,7 @@ def decode_rows(records: list[dict]) -> Iterable[list[str]]:
                 r = found[-1]
                 yield [f"translate test2016 beam 5, {threads} thread(s), recipe model, {system[7:]}",
                        f"{r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net of start-up), BLEU {r['bleu']:.2f}",
-                       f"float32 BLEU {r['bleu_fp32']:.2f}" if r.get("bleu_fp32") is not None else "", "", stamp(r)]
+                       f"float32 BLEU {r['bleu_fp32']:.2f}" if r.get("bleu_fp32") is not None else "", "", *stamp(r)]
 
 
 def peer_decode_rows(records: list[dict], fast: bool) -> Iterable[list[str]]:
@@ -65,7 +69,7 @@ def peer_decode_rows(records: list[dict], fast: bool) -> Iterable[list[str]]:
             yield [f"translate test2016 beam 5, {threads} thread(s), {r['comparison']} (quality-per-hour models)",
                    f"{r['system']} {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), BLEU {r['bleu']:.2f}",
                    f"{r['peer']} {r['peer_value']:.1f} sent/s ({r['peer_sent_s_net']:.1f} net), BLEU {r['peer_bleu']:.2f}",
-                   f"{r['ratio']:.2f}x", stamp(r)]
+                   f"{r['ratio']:.2f}x", *stamp(r)]
 
 
 def hour_rows(records: list[dict]) -> Iterable[list[str]]:
@@ -74,7 +78,7 @@ def hour_rows(records: list[dict]) -> Iterable[list[str]]:
         if system in newest:
             r = newest[system]
             yield [f"quality per CPU-hour: {system}, {r['train_wall_s'] / 3600:.2f} h on one core, test2016 beam 5",
-                   f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}", "", "", stamp(r)]
+                   f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}", "", "", *stamp(r)]
 
 
 def run_toolkit(records: list[dict], r: dict) -> str:
@@ -99,13 +103,13 @@ def quality_rows(records: list[dict]) -> Iterable[list[str]]:
         seen.add(key)
         wall = f", {r['train_wall_s'] / 3600:.2f} h of training" if r.get("train_wall_s") else ""
         yield [f"Multi30k en-de test2016, recipe, {key[0][7:]}, {key[1]}{wall}", f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}",
-               "", "", stamp(r)]
+               "", "", *stamp(r)]
 
 
 def other_rows(records: list[dict]) -> Iterable[list[str]]:
     r = latest(records, bench="score_memory")
     if r is not None:
-        yield [f"nmtkit-score, {r['lines']:,} lines, BLEU + chrF", f"peak RSS {r['maxrss_mb']:.0f} MB, {r['wall_s']:.0f} s", "", "", stamp(r)]
+        yield [f"nmtkit-score, {r['lines']:,} lines, BLEU + chrF", f"peak RSS {r['maxrss_mb']:.0f} MB, {r['wall_s']:.0f} s", "", "", *stamp(r)]
     yield from gpu_rows(records)
 
 
@@ -120,7 +124,7 @@ def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
             r = latest(records, bench="gpu_train_speed", system=system, amp=amp)
             if r is not None and peer is not None and "tok_s" in r:
                 yield [f"GPU training luong_wmt_en_de, {prec}, {label} ({r['device']})", f"{r['tok_s']:,.0f} tgt tok/s",
-                       f"plain PyTorch LSTMCell loop {peer['tok_s']:,.0f}", bl.ratio(r["tok_s"], peer["tok_s"]), stamp(r)]
+                       f"plain PyTorch LSTMCell loop {peer['tok_s']:,.0f}", bl.ratio(r["tok_s"], peer["tok_s"]), *stamp(r)]
     for amp in ("none", "bf16"):
         eager = latest(records, bench="gpu_translate_speed", system="nmtkit-eager", amp=amp)
         graphs = latest(records, bench="gpu_translate_speed", system="nmtkit-graphs", amp=amp)
@@ -128,7 +132,7 @@ def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
             yield [f"GPU translation test2016, beam 5, {'float32' if amp == 'none' else 'bf16'}, --cuda-graphs, "
                    f"{graphs['arch']} ({graphs['device']})", f"{graphs['sent_s']:,.0f} sent/s, BLEU {graphs['bleu']:.2f}",
                    f"nmtkit eager {eager['sent_s']:,.0f}, BLEU {eager['bleu']:.2f}", bl.ratio(graphs["sent_s"], eager["sent_s"]),
-                   stamp(graphs)]
+                   *stamp(graphs)]
     for metric, field, unit in (("gpu_train_speed", "tok_s", "tgt tok/s"), ("gpu_translate_speed", "sent_s", "sent/s")):
         for amp in ("none", "bf16"):  # the first GPU records: eager float32 and bf16 (torch.compile rows were slower)
             r = latest([x for x in records if "system" not in x], bench=metric, amp=amp,
@@ -136,32 +140,22 @@ def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
             if r is not None:
                 what = f"{metric.replace('_', ' ')}, {'float32' if amp == 'none' else 'bf16'} ({r.get('device', '?')})"
                 bleu = f", BLEU {r['bleu']:.2f}" if "bleu" in r else ""
-                yield [what, f"{r[field]:,.0f} {unit}{bleu}", "", "", stamp(r)]
+                yield [what, f"{r[field]:,.0f} {unit}{bleu}", "", "", *stamp(r)]
 
 
 def glance(records: list[dict]) -> str:
     rows = [*train_rows(records), *peer_decode_rows(records, fast=False), *hour_rows(records), *peer_decode_rows(records, fast=True),
             *decode_rows(records), *quality_rows(records), *other_rows(records)]
     return (f"{START}\nAt a glance: the newest record of each kind in results.jsonl (like for like first, then fast paths; "
-            "sections below have the machine, load and commands).\n\n"
-            + bl.md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "recorded"], rows) + f"\n{END}\n")
+            "each row names its host; the sections below have every host's newest records).\n\n"
+            + bl.md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "host", "recorded"], rows) + f"\n{END}\n")
 
 
 def main() -> None:
-    records = bl.read_records()
-    text = bl.RESULTS.read_text(encoding="utf-8")
-    block = glance(records)
-    if START in text:
-        head, rest = text.split(START, 1)
-        text = head + block + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        first = text.index("\n## ")
-        text = text[:first].rstrip("\n") + "\n\n" + block + text[first:]
-    from nmtkit.utils.textio import atomic_write
+    """RESULTS.md is generated as a whole now (bench/report.py); this entry point stays for habit."""
+    import report
 
-    with atomic_write(Path(bl.RESULTS)) as fh:
-        fh.write(text)
-    print(block)
+    report.main([])
 
 
 if __name__ == "__main__":

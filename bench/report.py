@@ -1,0 +1,261 @@
+"""Generate bench/RESULTS.md from bench/results.jsonl and bench/hosts.jsonl (``python -m bench report``).
+
+Nothing here is measured and nothing in RESULTS.md is typed by hand: every figure is copied from
+a record, with its host, date and commit.  Layout:
+
+* the hosts (fingerprint label, the CPU flags that choose kernels, the probed one-thread peaks);
+* "At a glance" (bench/glance.py): the newest like-for-like and fast-path figure of each kind;
+* one short section per bench kind, the newest host first, a host column in every table; of the
+  records that measure the same thing on the same host only the newest is shown, the superseded
+  ones are counted (they stay in results.jsonl);
+* how to re-measure every headline (one command per suite).
+
+Full reports of each run (load, software, every command) are in the run's log file, named by
+each record's ``log`` field relative to the run's work folder; the hand-appended report before
+generation is kept in bench/history/.  The file stays under ``MAX_LINES``.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+HERE = Path(__file__).resolve().parent
+RESULTS_MD = HERE / "RESULTS.md"
+MAX_LINES = 400
+
+
+def _f(x: object, fmt: str = ",.1f") -> str:
+    return format(x, fmt) if isinstance(x, (int, float)) and not isinstance(x, bool) else ("" if x is None else str(x))
+
+
+def stamp(r: dict) -> str:
+    """Date and the whole commit field (an "uncommitted" note is never cut off)."""
+    return f"{str(r.get('date', '?'))[:16]} @ {r.get('commit', '?')}"
+
+
+def table(header: list[str], rows: list[list[object]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    out += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def host_of(r: dict) -> str:
+    import records
+
+    return records.host_label(r)
+
+
+#: One section per bench kind: (title, key fields that say *what* was measured, columns).
+Column = tuple[str, Callable[[dict], object]]
+
+
+def _peer(r: dict) -> str:
+    return str(r.get("peer", ""))
+
+
+def _share(r: dict) -> str:
+    s = r.get("share_of_peak")
+    return f"{s:.0%}" if isinstance(s, (int, float)) else "n/a (no probe)"
+
+
+SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
+    ("train_speed", "Training speed (CPU): target tokens/s after update 50",
+     ("system", "arch", "threads", "batch", "peer"),
+     [("system", lambda r: r.get("system", "nmtkit-fp32")), ("arch", lambda r: r.get("arch")), ("threads", lambda r: r.get("threads")),
+      ("nmtkit tok/s", lambda r: _f(r.get("nmtkit", r.get("nmtkit_tok_s")), ",.0f")), ("peer", _peer),
+      ("peer tok/s", lambda r: _f(r.get("peer_value", r.get("peer_tok_s")), ",.0f")),
+      ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f")), ("share of peak", _share)]),
+    ("translate_speed", "Translation speed (CPU): test2016, beam 5, sentences/s of the whole command (net of start-up)",
+     ("system", "peer", "comparison", "threads", "arch", "model"),
+     [("nmtkit path", lambda r: r.get("system")), ("threads", lambda r: r.get("threads")),
+      ("sent/s (net)", lambda r: f"{_f(r.get('sent_s', r.get('nmtkit_sent_s')))} ({_f(r.get('sent_s_net'))})"),
+      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("against", lambda r: r.get("peer", "OpenNMT-py")),
+      ("its sent/s (net)", lambda r: f"{_f(r.get('peer_value', r.get('peer_sent_s')))} ({_f(r.get('peer_sent_s_net'))})"),
+      ("its BLEU", lambda r: _f(r.get("peer_bleu", r.get("bleu_opennmt")), ".2f")),
+      ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f"))]),
+    ("quality_per_hour", "Quality per CPU-hour: test2016 beam 5 after 1 h on one core",
+     ("system", "seed"),
+     [("system", lambda r: r.get("system")), ("seed", lambda r: r.get("seed", 1)), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
+      ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f")),
+      ("trained beside", lambda r: r.get("trained_beside", ""))]),
+    ("quality", "Recipe quality (examples/multi30k): test2016",
+     ("pair", "toolkit", "system", "seed"),
+     [("pair", lambda r: r.get("pair")), ("system", lambda r: f"{r.get('toolkit', 'nmtkit-fp32')} {r.get('system')}"),
+      ("seed(s)", lambda r: r.get("seed", r.get("seeds", ""))), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
+      ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f"))]),
+    ("aer", "Alignment error rate, Hansards En-Fr dev (100 gold pairs), lower is better",
+     ("system", "arch", "symmetrization", "align_shift", "links_from"),
+     [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()), ("links", lambda r: r.get("links_from", "")),
+      ("symmetrization", lambda r: r.get("symmetrization")), ("shift", lambda r: r.get("align_shift", "")),
+      ("round", lambda r: r.get("round", "")), ("train s", lambda r: r.get("train_wall_s")), ("AER", lambda r: _f(r.get("aer"), ".3f"))]),
+    ("shortlist_valid", "CPU fast paths on valid (the tuning set)",
+     ("system", "threads", "model"),
+     [("path", lambda r: r.get("system")), ("model", lambda r: r.get("model")), ("sent/s", lambda r: _f(r.get("sent_s"))),
+      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("chrF", lambda r: _f(r.get("chrf"), ".2f"))]),
+    ("gemm_speed", "float32 products, 1 thread: MKL against oneDNN (GFLOP/s)",
+     ("shape", "threads"),
+     [("shape", lambda r: r.get("shape")), ("MKL", lambda r: r.get("mkl_gflops")), ("oneDNN", lambda r: r.get("onednn_gflops")),
+      ("ratio", lambda r: r.get("ratio"))]),
+    ("guided_m30k", "Guided alignment on Multi30k (test2016 BLEU, --replace-unk)",
+     ("system", "replace_unk", "unk_from"),
+     [("system", lambda r: r.get("system")), ("replace unk", lambda r: r.get("replace_unk")), ("from", lambda r: r.get("unk_from", "")),
+      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("unk left", lambda r: r.get("unk_left"))]),
+    ("preprocess", "Preprocessing speed", ("system", "step"),
+     [("system", lambda r: r.get("system")), ("step", lambda r: r.get("step")), ("wall s", lambda r: _f(r.get("wall_s"))),
+      ("ratio", lambda r: _f(r.get("ratio"), ".2f"))]),
+    ("score_memory", "nmtkit-score peak memory", ("lines", "metrics"),
+     [("lines", lambda r: _f(r.get("lines"), ",")), ("peak RSS MB", lambda r: _f(r.get("maxrss_mb"), ",.0f")),
+      ("wall s", lambda r: _f(r.get("wall_s"), ".0f"))]),
+    ("gpu_train_speed", "GPU training speed: target tokens/s", ("system", "amp", "arch", "max_tokens", "batch_size"),
+     [("system", lambda r: r.get("system", "nmtkit-eager")), ("arch", lambda r: r.get("arch")), ("amp", lambda r: r.get("amp")),
+      ("tok/s", lambda r: _f(r.get("tok_s"), ",.0f")), ("peak GiB", lambda r: _f(r.get("peak_mem_gib"), ".1f"))]),
+    ("gpu_translate_speed", "GPU translation speed: test2016 beam 5, sentences/s in process",
+     ("system", "amp", "arch", "compile", "model"),
+     [("system", lambda r: r.get("system", "nmtkit-eager")), ("arch", lambda r: r.get("arch")), ("amp", lambda r: r.get("amp")),
+      ("sent/s", lambda r: _f(r.get("sent_s"), ",.0f")), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
+      ("ratio vs eager", lambda r: _f(r.get("ratio_vs_eager"), ".2f"))]),
+    ("gpu_translate_command", "GPU translation as a command (start-up included)", ("system", "amp", "arch", "model"),
+     [("system", lambda r: r.get("system")), ("sent/s", lambda r: _f(r.get("sent_s"), ",.0f")), ("seconds", lambda r: r.get("seconds")),
+      ("BLEU", lambda r: _f(r.get("bleu"), ".2f"))]),
+]
+
+#: Key values of records written before the field existed (train_speed records before bf16 were float32).
+KEY_DEFAULTS = {("train_speed", "system"): "nmtkit-fp32"}
+
+#: One command per suite re-measures every headline of that kind on the current host.
+REMEASURE = [
+    ("(once per host)", "python -m bench probe"),
+    ("preprocess", "python -m bench run preprocess --record"),
+    ("train-speed", "python -m bench run train-speed --record"),
+    ("quality-per-hour", "python -m bench run quality-per-hour --record      # hours: 2 seeds x 5 systems, 2 at a time"),
+    ("translate-speed", "python -m bench run translate-speed --record       # after quality-per-hour, alone"),
+    ("score-memory", "python -m bench run score-memory --record"),
+    ("aer", "python -m bench run aer --record"),
+    ("gpu", "python -m bench run gpu --record                   # on a CUDA machine (device tool)"),
+]
+
+
+def newest_by_host(records: list[dict], bench: str, key: tuple[str, ...]) -> tuple[list[tuple[str, list[dict]]], int]:
+    """[(host, newest record per key, in first-seen key order)], hosts newest first; and how many
+    superseded records were folded away."""
+    by_host: "OrderedDict[str, OrderedDict[str, dict]]" = OrderedDict()
+    folded = 0
+    for r in records:
+        if r.get("bench") != bench:
+            continue
+        h = host_of(r)
+        k = repr(tuple(str(r.get(f, KEY_DEFAULTS.get((bench, f)))) for f in key))
+        group = by_host.setdefault(h, OrderedDict())
+        if k in group:
+            folded += 1
+        group[k] = r
+    order = sorted(by_host, key=lambda h: max(str(r.get("date", "")) for r in by_host[h].values()), reverse=True)
+    return [(h, list(by_host[h].values())) for h in order], folded
+
+
+def seeds_summary(records: list[dict]) -> list[list[object]]:
+    """Quality per hour on the newest host: mean and spread over seeds per system."""
+    groups: "OrderedDict[tuple[str, str], list[dict]]" = OrderedDict()
+    for r in records:
+        if r.get("bench") == "quality_per_hour":
+            groups.setdefault((host_of(r), r["system"]), []).append(r)
+    rows = []
+    for (h, system), rs in groups.items():
+        seeds = {r.get("seed", 1): r for r in rs}  # newest per seed
+        b = [r["bleu"] for r in seeds.values()]
+        c = [r["chrf"] for r in seeds.values()]
+        spread = lambda xs: f" ± {statistics.stdev(xs):.2f}" if len(xs) > 1 else " (1 seed)"  # noqa: E731
+        rows.append([h, system, len(seeds), f"{statistics.mean(b):.2f}{spread(b)}", f"{statistics.mean(c):.2f}{spread(c)}"])
+    return rows
+
+
+def hosts_table(hosts: list[dict], records: list[dict]) -> str:
+    import host as host_mod
+
+    newest: "OrderedDict[str, dict]" = OrderedDict()
+    for h in hosts:
+        newest[h["id"]] = h
+    rows = []
+    for h in sorted(newest.values(), key=lambda x: x.get("date", ""), reverse=True):
+        p = h.get("peak") or {}
+        rows.append([h.get("label") or host_mod.label(h), h["id"], " ".join(h.get("flags", [])), h.get("torch"),
+                     _f((p.get("fp32") or {}).get("gflops")), _f((p.get("bf16") or {}).get("gflops")), str(h.get("date", ""))[:16]])
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[host_of(r)] = counts.get(host_of(r), 0) + 1
+    text = table(["host", "id", "flags", "torch", "fp32 peak GFLOP/s (1 thread)", "bf16 peak", "probed"], rows) if rows else \
+        "No host probed yet (`python -m bench probe`): records carry no share of peak until one is."
+    return text + "\n\nRecords per host: " + "; ".join(f"{h}: {n}" for h, n in counts.items()) + "."
+
+
+def render(records: list[dict], hosts: list[dict]) -> str:
+    import glance
+
+    parts = [
+        "# nmtkit benchmark results",
+        "",
+        "Generated by `python -m bench report` from `bench/results.jsonl` (every figure is a record's, with its host, "
+        "date and commit); do not edit by hand. How each suite measures: bench/README.md. A run's full report (load, "
+        "software, every command) is the log its records name (`log`, relative to the run's `--work`). "
+        "The hand-appended report kept before generation: [history/RESULTS-until-2026-11-27.md](history/RESULTS-until-2026-11-27.md); "
+        "hand-written records: `results_archive.jsonl`.",
+        "",
+        "## Hosts",
+        "",
+        hosts_table(hosts, records),
+        "",
+        glance.glance(records).strip(),
+        "",
+    ]
+    for bench, title, key, cols in SECTIONS:
+        groups, folded = newest_by_host(records, bench, key)
+        if not groups:
+            continue
+        parts += [f"## {title}", ""]
+        if bench == "quality_per_hour":
+            parts += ["Mean and spread (sample standard deviation) over seeds, newest record per seed:", "",
+                      table(["host", "system", "seeds", "BLEU", "chrF"], seeds_summary(records)), ""]
+        rows = [[h, *[_f(fn(r), "") if not isinstance(fn(r), str) else fn(r) for _, fn in cols], stamp(r)]
+                for h, rs in groups for r in rs]
+        parts += [table(["host", *[c for c, _ in cols], "recorded"], rows), ""]
+        if folded:
+            parts += [f"{folded} older record(s) of the same measurements on the same host are superseded (in results.jsonl).", ""]
+    parts += ["## Re-measuring every headline", "", "On a quiet machine, from a committed tree (each command refuses "
+              "`--record` otherwise), in this order:", "", "```", *[f"{cmd}" for _, cmd in REMEASURE], "```", ""]
+    return "\n".join(parts)
+
+
+def compact(text: str, max_lines: int = MAX_LINES) -> str:
+    """Keep the file under ``max_lines``: the longest tables lose their oldest hosts' rows first."""
+    lines = text.splitlines()
+    if len(lines) <= max_lines:
+        return text
+    raise SystemExit(f"RESULTS.md would be {len(lines)} lines (> {max_lines}): tighten report.SECTIONS' keys")
+
+
+def main(argv: Optional[list[str]] = None) -> str:
+    import argparse
+
+    import host
+    import records
+
+    ap = argparse.ArgumentParser(prog="python -m bench report", description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="fail if RESULTS.md is not what the records generate")
+    args = ap.parse_args(argv)
+    text = compact(render(records.read(records.RESULTS_JSONL), host.read_hosts()))
+    if args.check:
+        if RESULTS_MD.read_text(encoding="utf-8") != text:
+            raise SystemExit("bench/RESULTS.md is stale: run `python -m bench report`")
+        return text
+    from nmtkit.utils.textio import atomic_write
+
+    with atomic_write(RESULTS_MD) as fh:
+        fh.write(text)
+    print(f"wrote {RESULTS_MD} ({len(text.splitlines())} lines)")
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -94,7 +94,7 @@ def random_ckpt(tmp_path: Path) -> Path:
 def search_options(**kw):  # noqa: ANN003, ANN201
     """``SearchOptions`` with the unbounded lengths the search tests were written for (no
     ``--max-len-a``, 200 tokens) unless a test sets them."""
-    from nmtkit.generate.beam import SearchOptions
+    from nmtkit.generate.search import SearchOptions
 
     return SearchOptions(**{"max_len_a": 0.0, "max_len_b": 200, **kw})
 

@@ -111,12 +111,12 @@ def test_a_model_too_large_to_allocate_names_the_size_options(data_dir, tmp_path
 @pytest.mark.parametrize("error", [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 74.51 GiB"),
                                    MemoryError(), RuntimeError(ALLOC_FAILURE)])
 def test_a_beam_too_large_to_allocate_names_beam_and_batch_size(random_ckpt, monkeypatch, error):
-    from nmtkit.generate import translator
+    from nmtkit.generate.search import EagerSearch
 
     def fail(*_args, **_kwargs):  # noqa: ANN002, ANN003, ANN202
         raise error
 
-    monkeypatch.setattr(translator, "beam_search", fail)
+    monkeypatch.setattr(EagerSearch, "__call__", fail)
     res = CliRunner().invoke(translate, ["--path", str(random_ckpt), "--beam", "100000", "--device", "cpu"],
                              input="the cat\n")
     assert res.exit_code == 1, res.output

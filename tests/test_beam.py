@@ -8,8 +8,10 @@ import torch
 from generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_dict, pad_batch, table_fn
 
 from nmtkit.errors import NmtkitError
-import nmtkit.generate.beam as beam_mod
-from nmtkit.generate.beam import TOPK_GROUP, SearchOptions, beam_search, chunked_topk, length_penalty, topk_ordered
+import nmtkit.generate.search.topk as topk_mod
+from nmtkit.generate.search import SearchOptions, beam_search
+from nmtkit.generate.search.rules import length_penalty
+from nmtkit.generate.search.topk import TOPK_GROUP, chunked_topk, topk_ordered
 from nmtkit.generate.ensemble import EnsembleModel
 from tests.conftest import search_options
 
@@ -304,11 +306,11 @@ def test_search_with_and_without_the_chunked_topk_agree(monkeypatch):
     ens = EnsembleModel([m])
     kw = dict(beam=5, nbest=5, max_len_a=1.5, max_len_b=3)
     calls = []
-    real = beam_mod.chunked_topk
-    monkeypatch.setattr(beam_mod, "chunked_topk", lambda *a: calls.append(real(*a)) or calls[-1])
+    real = topk_mod.chunked_topk
+    monkeypatch.setattr(topk_mod, "chunked_topk", lambda *a: calls.append(real(*a)) or calls[-1])
     fast = beam_search(ens, toks, lens, search_options(**kw))
     assert calls and any(r is not None for r in calls)  # the chunked path ran and decided
-    monkeypatch.setattr(beam_mod, "chunked_topk", lambda *a: None)
+    monkeypatch.setattr(topk_mod, "chunked_topk", lambda *a: None)
     full = beam_search(ens, toks, lens, search_options(**kw))
     for a, b in zip(fast, full):
         same_hyps(a, b, tol=0.0)

@@ -8,7 +8,7 @@ import torch
 from generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_dict, pad_batch, table_fn
 
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import beam_search
+from nmtkit.generate.search import beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from tests.conftest import search_options
 

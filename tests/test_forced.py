@@ -7,7 +7,7 @@ import pytest
 import torch
 from generate_stubs import TinyConfig, TinyLSTM, lstm_dicts, pad_batch
 
-from nmtkit.generate.beam import beam_search
+from nmtkit.generate.search import beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.text_pipeline import TextPipeline

@@ -59,7 +59,7 @@ def test_forward_and_gradients_match_the_cpu(tmp_path: Path, arch: str, override
 
 
 def test_beam_search_on_the_gpu_equals_the_cpu(tmp_path: Path) -> None:
-    from nmtkit.generate.beam import beam_search
+    from nmtkit.generate.search import beam_search
     from nmtkit.generate.ensemble import EnsembleModel
     from nmtkit.checkpoint import load_model
 

@@ -17,7 +17,7 @@ from torch import nn
 from conftest import train_sample_model, make_checkpoint
 from nmtkit.cli.translate import command as translate
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import beam_search
+from nmtkit.generate.search import beam_search
 from nmtkit.generate.bundle import load_ensemble
 from nmtkit.generate.quantize import QuantizedRNN, check_quantize, quantize_ensemble
 from tests.conftest import search_options

@@ -13,7 +13,7 @@ from nmtkit.cli.translate import command as translate
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import InputError
-from nmtkit.generate.beam import beam_search
+from nmtkit.generate.search import beam_search
 from nmtkit.generate.bundle import load_ensemble
 from nmtkit.generate.shortlist import Shortlist, TextTable, check_shortlist, compile_shortlist, sentence_keys
 from tests.conftest import search_options

@@ -1,5 +1,4 @@
-"""The fixed-shape search of nmtkit.generate.static_search against the search of
-nmtkit.generate.beam: the hand-computed cases of test_beam.py, and tiny models of every type
+"""The fixed-shape executor of nmtkit.generate.search against its eager executor: the hand-computed cases of test_beam.py, and tiny models of every type
 under every search option, batch after batch through one SearchGraphs (run eagerly here; on a
 CUDA GPU, captured)."""
 from __future__ import annotations
@@ -8,9 +7,10 @@ import pytest
 import torch
 
 import test_beam
-from nmtkit.generate.beam import SearchOptions, beam_search, topk_ordered
+from nmtkit.generate.search import SearchOptions, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
-from nmtkit.generate.static_search import SearchGraphs, exact_topk
+from nmtkit.generate.search.fixed_shape import SearchGraphs
+from nmtkit.generate.search.topk import exact_topk, topk_ordered
 from test_models import make_batch, random_sentences, tiny_model
 
 torch.set_num_threads(1)
@@ -52,7 +52,7 @@ HAND_CASES = ["test_beam_finds_better_sequence_than_greedy", "test_nbest_order_a
 @pytest.mark.parametrize("name", HAND_CASES)
 def test_the_hand_computed_cases_of_the_plain_search(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     def static(*args, **kw):  # noqa: ANN002, ANN003, ANN202
-        return beam_search(*args, search_graphs=EagerStatic(), **kw)
+        return beam_search(*args, searcher=EagerStatic(), **kw)
 
     monkeypatch.setattr(test_beam, "beam_search", static)
     getattr(test_beam, name)()
@@ -60,7 +60,7 @@ def test_the_hand_computed_cases_of_the_plain_search(name: str, monkeypatch: pyt
 
 @pytest.mark.parametrize("lenpen,form,winner", [(0.0, "fairseq", "a"), (1.0, "fairseq", "b c d"), (1.0, "gnmt", "a"), (2.0, "gnmt", "b c d")])
 def test_length_penalty_case(lenpen, form, winner, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
-    monkeypatch.setattr(test_beam, "beam_search", lambda *a, **kw: beam_search(*a, search_graphs=EagerStatic(), **kw))
+    monkeypatch.setattr(test_beam, "beam_search", lambda *a, **kw: beam_search(*a, searcher=EagerStatic(), **kw))
     test_beam.test_length_penalty_changes_winner(lenpen, form, winner)
 
 
@@ -101,7 +101,7 @@ def test_every_model_and_option_batch_after_batch(arch: str, overrides: dict) ->
             src, lengths = _batch(seed, n)
             o = SearchOptions(**{"max_len_b": 12, **opts})
             for attention in (True, False):
-                _same(beam_search(model, src, lengths, o, return_attention=attention, search_graphs=graphs),
+                _same(beam_search(model, src, lengths, o, return_attention=attention, searcher=graphs),
                       beam_search(model, src, lengths, o, return_attention=attention))
         assert len(graphs.graphs) < 6  # equal shapes share buffers
 
@@ -112,7 +112,7 @@ def test_an_ensemble() -> None:
     graphs = EagerStatic()
     for seed in (1, 2):
         src, lengths = _batch(seed, 7)
-        _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o))
+        _same(beam_search(model, src, lengths, o, searcher=graphs), beam_search(model, src, lengths, o))
 
 
 @pytest.mark.parametrize("limit", [dict(max_shapes=0), dict(max_buffer_bytes=1000)])
@@ -122,7 +122,7 @@ def test_a_full_cache_or_huge_buffers_take_the_eager_search(limit: dict) -> None
     src, lengths = _batch(1, 6)
     o = SearchOptions(beam=3, max_len_b=12)
     assert graphs.search(model, src, lengths, o, True) is None
-    _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o))
+    _same(beam_search(model, src, lengths, o, searcher=graphs), beam_search(model, src, lengths, o))
     assert not graphs.graphs
 
 
@@ -131,7 +131,7 @@ def test_options_that_act_on_the_host_share_a_graph() -> None:
     graphs = EagerStatic()
     src, lengths = _batch(1, 6)
     for o in (SearchOptions(beam=3, max_len_b=12), SearchOptions(beam=3, max_len_b=10, nbest=2, lenpen=0.5)):
-        _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o))
+        _same(beam_search(model, src, lengths, o, searcher=graphs), beam_search(model, src, lengths, o))
     assert len(graphs.graphs) == 1
 
 
@@ -147,5 +147,5 @@ def test_captured_search_gives_the_eager_search_on_cuda(arch: str, overrides: di
     with torch.autocast("cuda", dtype=amp or torch.float32, enabled=amp is not None):
         for seed, n in ((1, 6), (2, 5)):
             src, lengths = (t.cuda() for t in _batch(seed, n))
-            _same(beam_search(model, src, lengths, o, search_graphs=graphs), beam_search(model, src, lengths, o, search_graphs=eager))
+            _same(beam_search(model, src, lengths, o, searcher=graphs), beam_search(model, src, lengths, o, searcher=eager))
     assert graphs.replays > 0 and len(graphs.graphs) >= 1

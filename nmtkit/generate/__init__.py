@@ -5,7 +5,8 @@
 * :mod:`.translator`, :mod:`.aligner`, :mod:`.scorer`: the front-ends of ``nmtkit-translate``,
   ``nmtkit-align`` and ``nmtkit-score`` (model scoring) over a bundle;
 * :mod:`.ensemble`: :class:`EnsembleModel` (one or more models, one step API);
-* :mod:`.beam`: batched :func:`beam_search` with its :class:`SearchOptions` -> :class:`Hypothesis` lists;
+* :mod:`.search`: batched :func:`beam_search` (one set of rules, an eager and a fixed-shape executor)
+  with its :class:`SearchOptions` -> :class:`Hypothesis` lists;
 * :mod:`.forced`: teacher-forced :func:`score_references` / :func:`score_corpus`;
 * :mod:`.word_alignment`: attention -> word-level Pharaoh links;
 * :mod:`.unk`: unknown-word replacement from attention;
@@ -23,9 +24,9 @@ from typing import Any
 _LAZY = {
     "EnsembleModel": "nmtkit.generate.ensemble",
     "ForcedResult": "nmtkit.generate.forced",
-    "Hypothesis": "nmtkit.generate.beam",
+    "Hypothesis": "nmtkit.generate.search",
     "SearchOptions": "nmtkit.generate.search_options",
-    "beam_search": "nmtkit.generate.beam",
+    "beam_search": "nmtkit.generate.search",
     "score_corpus": "nmtkit.generate.forced",
     "score_references": "nmtkit.generate.forced",
 }

@@ -96,6 +96,10 @@ class ModelBundle:
         model, ckpts = load_ensemble(items, dev)
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
+        if cuda_graphs and "search" not in model.cuda_graph_support:
+            names = ", ".join(sorted({m.model_name for m in model.models if "search" not in m.cuda_graph_support}))
+            raise NmtkitError(f"--cuda-graphs: the fixed-shape search needs a decoder state of fixed size, which {names} "
+                              "does not have (its state grows every step); translate without --cuda-graphs")
         return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens,
                    choose_searcher(cuda_graphs))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.checks import finite_message, require_at_least, require_at_most, require_choice
 
-#: Length penalty forms (see :mod:`nmtkit.generate.beam`).
+#: Length penalty forms (see :mod:`nmtkit.generate.search.rules`).
 LENPEN_FORMS = ("fairseq", "gnmt")
 
 #: Upper bounds (absolute, for the penalties): far beyond any use, and inside what the search's
@@ -58,8 +58,3 @@ class SearchOptions:
     def __post_init__(self) -> None:
         check_search_options(self)
 
-
-def max_output_lengths(src_lengths: list[int], max_len_a: float, max_len_b: int) -> list[int]:
-    """Each sentence's output bound ``int(max_len_a * n_src + max_len_b)``, ``n_src`` its source
-    tokens without ``</s>`` (the lengths given include it); both searches use it."""
-    return [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lengths]

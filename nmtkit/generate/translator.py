@@ -28,7 +28,7 @@ from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_index, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.beam import Hypothesis, SearchOptions, beam_search
+from nmtkit.generate.search import EagerSearch, Hypothesis, SearchOptions, Searcher
 from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.ensemble import EnsembleModel
@@ -117,6 +117,8 @@ class Translator:
         self.align_shift = align_shift
         self.max_source_len = max_source_len or bundle.max_source_len() or DEFAULT_MAX_SOURCE_LEN
         self.shortlist = shortlist
+        # the bundle's searcher; a shortlist changes the output layer from batch to batch: the eager one
+        self.searcher: Searcher = EagerSearch() if shortlist is not None else bundle.searcher
         self.unk_posterior = unk_posterior
         self.n_sentences = 0
         self.n_target_tokens = 0
@@ -179,8 +181,8 @@ class Translator:
         ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
         over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
         attention.  ``cuda_graphs``: the search in fixed shapes, each step a CUDA graph replay (a CUDA device, no
-        shortlist; :mod:`nmtkit.generate.static_search`).  The rest are the search options of ``nmtkit-translate``
-        (:class:`~nmtkit.generate.beam.SearchOptions`, whose defaults these are).
+        shortlist; :mod:`nmtkit.generate.search.fixed_shape`).  The rest are the search options of ``nmtkit-translate``
+        (:class:`~nmtkit.generate.search_options.SearchOptions`, whose defaults these are).
         """
         from nmtkit.data.lexicon import load_lexicon
 
@@ -300,8 +302,7 @@ class Translator:
         src, lengths = (t.to(self.device) for t in pad_sequences(id_lists))
         with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {self.search.beam} "
                               "(lower --beam, --batch-size or --max-tokens)"), self.bundle.autocast():
-            return beam_search(self.model, src, lengths, self.search, return_attention=self.replace_unk or self.alignments,
-                               shortlist=shortlist, search_graphs=self.bundle.search_graphs)
+            return self.searcher(self.model, src, lengths, self.search, self.replace_unk or self.alignments, shortlist)
 
     def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[int, dict[int, torch.Tensor]]:
         """``sentence -> candidate -> attention [len + 1, S]`` of every candidate with an ``<unk>``,

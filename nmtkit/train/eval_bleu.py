@@ -17,8 +17,8 @@ import torch
 from nmtkit.data.dataset import ParallelDataset
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, split_words
 from nmtkit.evaluate.metrics import corpus_bleu
-from nmtkit.generate.beam import SearchOptions
 from nmtkit.generate.bundle import ModelBundle
+from nmtkit.generate.search_options import SearchOptions
 from nmtkit.generate.translator import Translator
 
 

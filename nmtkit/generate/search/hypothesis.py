@@ -1,7 +1,7 @@
-"""What a search returns: finished hypotheses and the length penalty that ranks them.
+"""What a search returns: finished hypotheses.
 
-Both searches (:mod:`nmtkit.generate.beam`, eager, and :mod:`nmtkit.generate.static_search`, in
-fixed shapes for CUDA graphs) build these, so they live apart from either.
+Both executors (:mod:`.eager`, and :mod:`.fixed_shape` for CUDA graphs) build these through
+:func:`nmtkit.generate.search.rules.finished`, so they live apart from either.
 """
 from __future__ import annotations
 
@@ -9,10 +9,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from torch import Tensor
-
-from nmtkit.errors import NmtkitError
-from nmtkit.generate.search_options import LENPEN_FORMS
-from nmtkit.utils.checks import one_of_message
 
 
 @dataclass
@@ -38,12 +34,3 @@ class Hypothesis:
     def log_prob(self) -> float:
         """Total model log-probability of the output including ``</s>``."""
         return float(self.positional_scores.sum())
-
-
-def length_penalty(length: int, lenpen: float, form: str) -> float:
-    """The divisor applied to a cumulative log-probability of ``length`` steps."""
-    if form == "fairseq":
-        return float(length) ** lenpen
-    if form == "gnmt":
-        return ((5.0 + length) / 6.0) ** lenpen
-    raise NmtkitError(one_of_message("--lenpen-form", form, LENPEN_FORMS))

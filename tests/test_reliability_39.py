@@ -158,3 +158,67 @@ def test_a_save_dir_file_that_is_a_link_is_refused_not_written_through(data_dir,
     assert res.exit_code == 1
     assert error_line(res.output).startswith(f"nmtkit-train: error: {save / name}: is a symbolic link to {other}")
     assert other.read_bytes() == before and not (save / LOCK_NAME).exists()
+
+
+# -- 2. names from meta.json stay inside the data directory -------------------------------------
+def _edit_meta(data: Path, edit) -> Path:  # noqa: ANN001
+    meta_path = data / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    return meta_path
+
+
+def _rename_split(meta: dict, name: str) -> None:
+    meta["splits"][name] = meta["splits"].pop("valid")
+
+
+def _bpe_codes(codes: str):  # noqa: ANN202
+    return lambda m: m.update(bpe={"type": "subword-nmt", "codes": {"en": codes, "de": codes}})
+
+
+ESCAPES = ["../evil", "../../evil", "/tmp/evil", "sub/../../evil", "..", "a/b", "nul\0byte"]
+#: Split names were not checked at all; language codes and BPE codes were, except for a NUL byte
+#: (a ValueError traceback).  Their ``..`` and absolute paths are tested in test_schema.py.
+META_PATH_FIELDS = {
+    **{f"split-{name!r}": (lambda m, n=name: _rename_split(m, n), "field 'splits' has a key that must be a split name")
+       for name in ESCAPES},
+    "source_lang-nul": (lambda m: m.update(source_lang="e\0n"), "field 'source_lang' must be a language code"),
+    "target_lang-nul": (lambda m: m.update(target_lang="d\0e"), "field 'target_lang' must be a language code"),
+    "bpe.codes-nul": (_bpe_codes("bpe\0codes"), "field 'bpe.codes.en' must be a file name inside the data directory"),
+}
+
+
+@pytest.mark.parametrize("case", list(META_PATH_FIELDS))
+def test_every_name_in_meta_json_that_becomes_a_path_is_confined(data_dir, tmp_path, case):
+    edit, expected = META_PATH_FIELDS[case]
+    for f in data_dir.glob("valid.*"):  # a real split outside the data directory, where ../evil leads
+        (tmp_path / f.name.replace("valid", "evil")).write_bytes(f.read_bytes())
+    meta_path = _edit_meta(data_dir, edit)
+    valid = next((k for k in json.loads(meta_path.read_text())["splits"] if k != "train"), "valid")
+    res = run_train(data_dir, tmp_path / "ck", "--max-update", "1", "--valid-subset", valid)
+    assert res.exit_code == 1, res.output
+    line = error_line(res.output)
+    assert line.startswith(f"nmtkit-train: error: {meta_path}: {expected}"), line
+    assert not (tmp_path / "ck").exists()
+
+
+@pytest.mark.parametrize("cmd", ["translate", "score", "align"])
+def test_a_split_leading_out_of_the_data_directory_is_refused_by_every_reader(data_dir, tmp_path, cmd):
+    from conftest import make_checkpoint
+
+    from nmtkit.cli.align import command as align
+    from nmtkit.cli.score import command as score
+    from nmtkit.cli.translate import command as translate
+
+    for f in data_dir.glob("valid.*"):
+        (tmp_path / f.name.replace("valid", "evil")).write_bytes(f.read_bytes())
+    meta_path = _edit_meta(data_dir, lambda m: _rename_split(m, "../evil"))
+    ckpt = make_checkpoint(tmp_path / "m.pt")
+    common = ["--path", str(ckpt), "--data", str(data_dir), "--device", "cpu"]
+    if cmd == "translate":
+        res = CliRunner().invoke(translate, common, input="a\n")
+    else:
+        res = CliRunner().invoke(score if cmd == "score" else align, [*common, "--split", "../evil"])
+    assert res.exit_code == 1, res.output
+    assert error_line(res.output).startswith(f"nmtkit-{cmd}: error: {meta_path}: field 'splits' has a key")

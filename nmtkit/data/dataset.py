@@ -41,16 +41,27 @@ def is_data_dir(path: str | os.PathLike) -> bool:
 
 
 def _inside_directory(name: object) -> bool:
-    """A relative path that stays inside the data directory (no absolute path, no ``..``)."""
-    return isinstance(name, str) and bool(name) and not os.path.isabs(name) and ".." not in Path(name).parts
+    """A relative path that stays inside the data directory (no absolute path, no ``..``, no NUL)."""
+    return (isinstance(name, str) and bool(name) and "\0" not in name and not os.path.isabs(name)
+            and ".." not in Path(name).parts)
 
 
 def is_language_code(name: object) -> bool:
-    """A language suffix, part of file names: no path separator, not empty, not ``.`` or ``..``."""
-    return isinstance(name, str) and bool(name) and "/" not in name and os.sep not in name and name not in (".", "..")
+    """A language suffix, part of file names: no path separator or NUL, not empty, not ``.`` or ``..``."""
+    return is_name_part(name)
+
+
+def is_name_part(name: object) -> bool:
+    """A part of a file name of the data directory (a language code, a split name): it cannot
+    lead out of the directory, nor into a subdirectory."""
+    return (isinstance(name, str) and bool(name) and "/" not in name and os.sep not in name and "\0" not in name
+            and name not in (".", ".."))
 
 
 _LANG = Check(is_language_code, "a language code (a string without '/')")
+#: Split names become file names (``NAME.src-tgt.lang.bin``): ``--valid-subset`` must not reach
+#: the files of a ``meta.json`` split named ``../../x`` outside the directory.
+_SPLIT = Check(is_name_part, "a split name (a string without '/', not '.' or '..')")
 #: What the readers of ``meta.json`` use (:mod:`nmtkit.utils.schema`).  BPE codes are named
 #: relative to the data directory: training inlines their text into every checkpoint, so a
 #: ``meta.json`` must not make it read (and ship) an arbitrary file.
@@ -65,7 +76,7 @@ META_SCHEMA = {
              "codes?": DictOf(Check(_inside_directory, "a file name inside the data directory")),
              "checksums?": DictOf(str)},
     "dict_checksums?": DictOf(Nullable(str)),
-    "splits": DictOf(dict),
+    "splits": DictOf(dict, key=_SPLIT),
 }
 
 

@@ -16,7 +16,7 @@ A schema is a plain value:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from nmtkit.errors import InputError
 
@@ -33,9 +33,11 @@ class ListOf:
 
 @dataclass(frozen=True)
 class DictOf:
-    """An object with string keys whose every value matches ``value``."""
+    """An object with string keys whose every value matches ``value`` and, given ``key`` (a
+    :class:`Check`), every key passes it: keys that become file names (a data directory's splits)."""
 
     value: Any
+    key: Optional["Check"] = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,8 @@ def validate(value: Any, spec: Any, path: str, field: str = "") -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InputError(path, None, f"field '{field}' has a key that is not a string: {_short(key)}")
+            if spec.key is not None and not spec.key.test(key):
+                raise InputError(path, None, f"field '{field}' has a key that must be {spec.key.description}, not {_short(key)}")
             validate(item, spec.value, path, _join(field, key))
     elif isinstance(spec, ListOf):
         for k, item in enumerate(value):

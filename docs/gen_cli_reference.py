@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import html
 import importlib
+import inspect
 import re
+import textwrap
 
 import click
 
@@ -48,6 +50,35 @@ def _commands() -> list[tuple[str, click.Command]]:
     return [(name, importlib.import_module(module).command) for name, module in COMMANDS]
 
 
+def _help_text(cmd: click.Command) -> list[str]:
+    """The command's help as Markdown: paragraphs rewrapped, click's ``\\b`` blocks verbatim."""
+    doc = inspect.cleandoc((cmd.help or "").split("\f")[0])
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", doc):
+        lines = para.splitlines()
+        if lines and lines[0].strip() == "\b":
+            out += ["```text", *textwrap.dedent("\n".join(lines[1:])).splitlines(), "```", ""]
+        elif para.strip():
+            text = html.escape(" ".join(para.split()), quote=False)
+            out += [re.sub(r"([\\`*_\[\]])", r"\\\1", text), ""]
+    return out
+
+
+def _section(name: str, cmd: click.Command, parent: click.Context | None, level: int) -> list[str]:
+    ctx = click.Context(cmd, info_name=name.split()[-1], parent=parent, **cmd.context_settings)
+    out = ["", f"{'#' * level} {name}", ""]
+    out += ["```text", " ".join([name, *cmd.collect_usage_pieces(ctx)]), "```", ""]
+    out += _help_text(cmd)
+    rows = [r for r in (p.get_help_record(ctx) for p in cmd.get_params(ctx)) if r is not None]
+    if rows:
+        out += ["| option | meaning |", "|---|---|"]
+        out += [f"| `{opts}` | {_md(text)} |" for opts, text in rows]
+    if isinstance(cmd, click.Group):
+        for sub in cmd.list_commands(ctx):
+            out += _section(f"{name} {sub}", cmd.get_command(ctx, sub), ctx, level + 1)
+    return out
+
+
 def render() -> str:
     """The whole page."""
     commands = _commands()
@@ -60,18 +91,7 @@ def render() -> str:
     ]
     out += [f"- [`{name}`](#{name})" for name, _ in commands]
     for name, cmd in commands:
-        ctx = click.Context(cmd, info_name=name)
-        out += ["", f"## {name}", ""]
-        out += ["```text", " ".join([name, *cmd.collect_usage_pieces(ctx)]), "```", ""]
-        doc = (cmd.help or "").split("\f")[0]
-        paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", doc.strip()) if p.strip()]
-        for para in paragraphs:
-            out += [html.escape(para, quote=False).replace("*", r"\*").replace("_", r"\_"), ""]
-        rows = [p.get_help_record(ctx) for p in cmd.get_params(ctx)]
-        rows = [r for r in rows if r is not None]
-        if rows:
-            out += ["| option | meaning |", "|---|---|"]
-            out += [f"| `{opts}` | {_md(text)} |" for opts, text in rows]
+        out += _section(name, cmd, None, 2)
     return "\n".join(out) + "\n"
 
 

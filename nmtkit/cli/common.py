@@ -275,10 +275,134 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"{self.prog}: error: {message} (see --help)", file=file, err=file is None)
 
 
+class ConfigFileError(click.ClickException):
+    """A bad ``--config`` file: ``prog: error: FILE: key 'K': why``, one line, status 1 (bad input)."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"{self.prog}: error: {' '.join(self.message.split())}", file=file, err=file is None)
+
+
+#: ``ctx.meta`` key: ``--dump-config`` was given.
+_DUMP_CONFIG = "nmtkit.dump_config"
+#: ``ctx.meta`` key: the effective configuration of the running command (what ``--dump-config``
+#: prints and ``nmtkit-train`` writes to its save dir as config.yaml).
+EFFECTIVE_CONFIG = "nmtkit.config"
+
+
+def _config_params(command: click.Command) -> dict[str, click.Parameter]:
+    """Key -> parameter for a config file: each parameter's name (``max_tokens``, what
+    ``--dump-config`` writes) and its long flags without dashes (``max-tokens``)."""
+    out: dict[str, click.Parameter] = {}
+    for param in command.params:
+        if not param.expose_value or param.name is None or param.name in ("config", "dump_config"):
+            continue
+        out[param.name] = param
+        for opt in getattr(param, "opts", []):
+            if opt.startswith("--"):
+                out[opt[2:]] = param
+                out[opt[2:].replace("-", "_")] = param
+    return out
+
+
+def _load_config(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
+    """``--config FILE.yaml`` (eager, so before every other option): its keys become the
+    command's defaults (click's ``default_map``), which the command line overrides.  Each value
+    is checked with its option's own type, so a bad one is named with the file and key."""
+    if value is None or ctx.resilient_parsing:
+        return
+    import yaml
+
+    command = ctx.command
+    prog = getattr(command, "prog", None) or f"nmtkit-{command.name}"
+    try:
+        with open(value, encoding="utf-8") as fh:
+            loaded = yaml.safe_load(fh)
+    except OSError as exc:
+        raise ConfigFileError(f"{value}: {exc.strerror or exc}", prog) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"{value}: invalid UTF-8 at byte {exc.start}", prog) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigFileError(f"{value}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})", prog) from None
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise ConfigFileError(f"{value}: a config file is a mapping of option names to values, not a {type(loaded).__name__}", prog)
+    known = _config_params(command)
+    defaults: dict[str, Any] = {}
+    for key, val in loaded.items():
+        target = known.get(str(key))
+        if target is None:
+            import difflib
+
+            close = difflib.get_close_matches(str(key), [p.name for p in known.values() if p.name], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigFileError(f"{value}: key {key!r} is not an option of {prog}{hint}", prog)
+        if val is not None:
+            try:
+                target.type_cast_value(ctx, list(val) if isinstance(val, (list, tuple)) else val)
+            except click.BadParameter as exc:
+                raise ConfigFileError(f"{value}: key {key!r}: {exc.format_message()}", prog) from None
+            except (TypeError, ValueError) as exc:
+                raise ConfigFileError(f"{value}: key {key!r}: {exc}", prog) from None
+        defaults[target.name] = val  # type: ignore[index]
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+
+
+def _want_dump(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta[_DUMP_CONFIG] = True
+
+
+def effective_config(params: dict[str, Any]) -> dict[str, Any]:
+    """A command's parsed parameters as plain YAML values (tuples as lists), in declaration order."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}
+
+
+def dump_config(config: dict[str, Any]) -> str:
+    """``config`` as the YAML that ``--config`` reads back."""
+    import yaml
+
+    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
 class NmtkitCommand(click.Command):
     """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
     click's usage block, so that they read like every other nmtkit error; a reader that closes
-    stdout while an eager option (``--help``, ``--list-archs``) prints ends it with status 141."""
+    stdout while an eager option (``--help``, ``--list-archs``) prints ends it with status 141.
+
+    Every command also takes ``--config FILE.yaml`` (option names as keys, the command line
+    overrides them) and ``--dump-config`` (print the effective configuration as YAML and exit):
+    click's ``default_map`` with PyYAML, so the options stay declared once, on the command."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(click.Option(["--config"], metavar="FILE.yaml", is_eager=True, expose_value=False,
+                                        callback=_load_config, type=click.Path(dir_okay=False),
+                                        help="Read options from this YAML file (keys: option names, e.g. max_tokens: "
+                                             "4000); the command line overrides them."))
+        self.params.append(click.Option(["--dump-config"], is_flag=True, expose_value=False, callback=_want_dump,
+                                        help="Print the effective configuration as YAML (what --config reads) and exit."))
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # declaration order: the same file whichever options came from the command line
+        ordered = {p.name: ctx.params[p.name] for p in self.params if p.name in ctx.params}
+        ctx.meta[EFFECTIVE_CONFIG] = effective_config({**ordered, **ctx.params})
+        if ctx.meta.get(_DUMP_CONFIG):
+            try:
+                click.echo(dump_config(ctx.meta[EFFECTIVE_CONFIG]), nl=False)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                exit_broken_pipe()
+            return None
+        return super().invoke(ctx)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """UTF-8 standard streams before click prints anything (help, usage errors)."""

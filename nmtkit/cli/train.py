@@ -155,6 +155,8 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     try:
         trainer = Trainer(opt, overrides, console, dist)
         lock.acquire()  # one trainer per --save-dir; released below, also on errors and signals
+        if dist.is_main:
+            _write_config(opt.save_dir)
         resumed = trainer.resume_if_possible(**resets)
         if dist.is_main:
             m = trainer.model
@@ -177,6 +179,23 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     finally:
         lock.release()
         distmod.cleanup(dist)
+
+
+def _write_config(save_dir: str) -> None:
+    """``SAVE_DIR/config.yaml``: this run's effective options, which ``--config`` reads back, so
+    that a run can be repeated or varied from its own record."""
+    from pathlib import Path
+
+    from nmtkit.cli.common import EFFECTIVE_CONFIG, dump_config
+    from nmtkit.utils.textio import atomic_write, ensure_dir
+
+    ctx = click.get_current_context(silent=True)
+    config = ctx.meta.get(EFFECTIVE_CONFIG) if ctx is not None else None
+    if config is None:  # called from Python, not through click
+        return
+    ensure_dir(Path(save_dir))
+    with atomic_write(Path(save_dir) / "config.yaml") as fh:
+        fh.write(dump_config(config))
 
 
 def _cuda() -> bool:

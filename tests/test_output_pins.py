@@ -33,6 +33,11 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "translate_alignments": ("translate", ["--path", "{ckpt}", "--input", "{src}", "--print-alignment", "--batch-size", "3"]),
     "translate_rnnsearch": ("translate", ["--path", "{rnnsearch}", "--input", "{src}", "--print-alignment"]),
     "translate_ensemble_greedy": ("translate", ["--path", "{ckpt}:{ckpt2}", "--input", "{src}", "--beam", "1"]),
+    "translate_transformer": ("translate", ["--path", "{transformer}", "--input", "{src}", "--print-alignment",
+                                            "--beam", "4", "--nbest", "2"]),
+    "translate_ensemble_transformer_luong": ("translate", ["--path", "{transformer}:{ckpt}", "--input", "{src}",
+                                                           "--replace-unk"]),
+    "align_transformer": ("align", ["--path", "{transformer}", "--source", "{src_words}", "--target", "{tgt_words}"]),
     "align": ("align", ["--path", "{ckpt}", "--source", "{src_words}", "--target", "{tgt_words}"]),
     "align_symmetrized": ("align", ["--path", "{ckpt}", "--reverse-path", "{rev}", "--source", "{src_words}",
                                     "--target", "{tgt_words}"]),
@@ -55,7 +60,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "ckpt": str(make_checkpoint(d / "luong.pt", "luong_tiny", seed=3, init_scale=0.5)),
             "ckpt2": str(make_checkpoint(d / "luong2.pt", "luong_tiny", seed=4, init_scale=0.5)),
             "rev": str(make_checkpoint(d / "rev.pt", "luong_tiny", seed=6, langs=("de", "en"), init_scale=0.5)),
-            "rnnsearch": str(make_checkpoint(d / "rnnsearch.pt", "rnnsearch_tiny", seed=5))}
+            "rnnsearch": str(make_checkpoint(d / "rnnsearch.pt", "rnnsearch_tiny", seed=5)),
+            "transformer": str(make_checkpoint(d / "transformer.pt", "transformer_test", seed=7, init="uniform",
+                                               init_scale=0.5))}
 
 
 def _run(module: str, args: list[str]) -> str:

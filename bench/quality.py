@@ -31,7 +31,7 @@ from pathlib import Path
 import benchlib as bl
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
-def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str, amp: str) -> dict[int, bl.Run]:
+def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str, amp: str, arch: str) -> dict[int, bl.Run]:
     """The recipe for every seed at once (one core each), then the ensemble of the seeds.
     The first seed's run preprocesses; the others start once its data directory exists."""
     import threading
@@ -40,7 +40,7 @@ def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str,
     src, tgt = pair.split("-")
     wdir = work / f"m30k-{pair}"
     env_base = {**os.environ, "SRC": src, "TGT": tgt, "WORK": str(wdir), "HOURS": str(hours),
-                "THREADS": "1", "NMTKIT_DATA": data, "AMP": amp}
+                "THREADS": "1", "NMTKIT_DATA": data, "AMP": amp, "ARCH": arch}
     runs: dict[int, bl.Run] = {}
 
     def one(seed: int) -> None:
@@ -84,7 +84,22 @@ def score(hyp: Path, ref: Path) -> tuple[float, float]:
     return corpus_bleu(hyps, [refs]).score, corpus_chrf(hyps, [refs]).score
 
 
-def plot(pair: str, logs: dict[int, dict], path: Path) -> None:
+def lowercased_tokenized_bleu(hyp: Path, ref: Path, lang: str) -> float:
+    """BLEU as Wu et al. (2021) and most Multi30k papers report it (fairseq's multi-bleu form):
+    hypotheses and references Moses-tokenized, lowercased, no further tokenization."""
+    import sacrebleu
+    from sacremoses import MosesTokenizer
+
+    from nmtkit.utils.textio import read_lines
+
+    tok = MosesTokenizer(lang=lang)
+    def moses(lines: list[str]) -> list[str]:
+        return [tok.tokenize(line, escape=False, return_str=True) for line in lines]
+    hyps, refs = moses(read_lines(hyp, allow_empty_file=True)), moses(read_lines(ref))
+    return sacrebleu.corpus_bleu(hyps, [refs], lowercase=True, tokenize="none").score
+
+
+def plot(pair: str, logs: dict[int, dict], path: Path, arch: str) -> None:
     """Valid BLEU (left) and valid perplexity (right) per epoch, one line per seed."""
     import matplotlib
 
@@ -96,7 +111,7 @@ def plot(pair: str, logs: dict[int, dict], path: Path) -> None:
         ep = [r["epoch"] for r in log["valid"]]
         a.plot(ep, [r.get("valid_bleu") for r in log["valid"]], marker="o", label=f"seed {seed}")
         b.plot(ep, [r["valid_ppl"] for r in log["valid"]], marker="s", label=f"seed {seed}")
-    a.set(xlabel="epoch", ylabel="valid BLEU (greedy, cased, detok.)", title=f"Multi30k {pair}: luong_m30k")
+    a.set(xlabel="epoch", ylabel="valid BLEU (greedy, cased, detok.)", title=f"Multi30k {pair}: {arch}")
     b.set(xlabel="epoch", ylabel="valid perplexity", yscale="log")
     for ax in (a, b):
         ax.grid(True, alpha=0.3)
@@ -202,6 +217,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--hours", type=float, default=2.0)
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--arch", default="luong_m30k", help="the recipe's model (ARCH=...): luong_m30k or a Transformer preset")
     ap.add_argument("--amp", choices=["none", "bf16"], default="none",
                     help="training precision of the recipe (AMP=...): none = float32, bf16 = autocast on a CPU with native bf16")
     ap.add_argument("--decode-paths", default=",".join(DECODE_PATHS),
@@ -225,56 +241,63 @@ def main() -> None:
     if args.report_only and args.decode:
         load_before = bl.uptime_line()  # the decode timing's own load, not the training's
     if not args.report_only:
-        for seed, run in run_recipe(work, args.pair, args.seeds, args.hours, args.data, args.amp).items():
+        for seed, run in run_recipe(work, args.pair, args.seeds, args.hours, args.data, args.amp, args.arch).items():
             cpu[seed] = run.cpu
     load_after = bl.uptime_line()
 
     ref = Path(args.data) / "multi30k" / f"test2016.{tgt}"
     logs = {s: read_log(wdir / f"seed{s}" / "train_log.jsonl") for s in args.seeds}
     precision = "float32" if args.amp == "none" else "bf16"
-    picture = bl.REPO / "bench" / f"quality_{args.pair}{'' if args.amp == 'none' else '_bf16'}.png"
-    plot(args.pair, logs, picture)
+    arch_tag = "" if args.arch == "luong_m30k" else f"_{args.arch}"
+    picture = bl.REPO / "bench" / f"quality_{args.pair}{arch_tag}{'' if args.amp == 'none' else '_bf16'}.png"
+    plot(args.pair, logs, picture, args.arch)
     rows, records = [], []
     commit = bl.git_commit()
     toolkit = f"nmtkit-{'fp32' if args.amp == 'none' else 'bf16'}"
     for seed in args.seeds:
         log = logs[seed]
-        best = max(log["valid"], key=lambda r: r.get("valid_bleu", -1))
+        best = max(log["valid"], key=lambda r: r.get("valid_bleu") or -1)
         for system, label in (("single", f"seed{seed}-best"), ("averaged", None)):
             hyp = next(iter(sorted(wdir.glob(f"test2016.{label}.hyp.{tgt}"))), None) if label else \
                 next(iter(sorted(wdir.glob(f"test2016.seed{seed}-avg*.hyp.{tgt}"))), None)
             if hyp is None:
                 continue
             bleu, chrf = score(hyp, ref)
-            rows.append([f"{system} (seed {seed})", f"{bleu:.2f}", f"{chrf:.2f}", f"{log['train_wall_s'] / 60:.0f} min",
+            lc_bleu = lowercased_tokenized_bleu(hyp, ref, tgt)
+            rows.append([f"{system} (seed {seed})", f"{bleu:.2f}", f"{lc_bleu:.2f}", f"{chrf:.2f}", f"{log['train_wall_s'] / 60:.0f} min",
                          f"{cpu[seed] / 60:.0f} min" if seed in cpu else "n/a", len(log["valid"]),
                          f"{best.get('valid_bleu')} (epoch {best['epoch']})", hyp.name])
-            records.append({"system": system, "toolkit": toolkit, "amp": args.amp,
-                            "seed": seed, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+            records.append({"system": system, "toolkit": toolkit, "amp": args.amp, "arch": args.arch,
+                            "seed": seed, "bleu": round(bleu, 2), "bleu_lc_tok": round(lc_bleu, 2), "chrf": round(chrf, 2),
                             "train_wall_s": round(log["train_wall_s"]), "train_cpu_s": round(cpu[seed]) if seed in cpu else None,
                             "epochs": len(log["valid"])})
     for hyp in sorted(wdir.glob(f"test2016.ensemble-*.hyp.{tgt}")):
         bleu, chrf = score(hyp, ref)
+        lc_bleu = lowercased_tokenized_bleu(hyp, ref, tgt)
         wall = max(logs[s]["train_wall_s"] for s in args.seeds)
-        rows.append(["ensemble", f"{bleu:.2f}", f"{chrf:.2f}", f"{wall / 60:.0f} min (side by side)", "", "", "", hyp.name])
-        records.append({"system": "ensemble", "toolkit": toolkit, "amp": args.amp,
-                        "seeds": args.seeds, "bleu": round(bleu, 2), "chrf": round(chrf, 2),
+        rows.append(["ensemble", f"{bleu:.2f}", f"{lc_bleu:.2f}", f"{chrf:.2f}", f"{wall / 60:.0f} min (side by side)", "", "", "", hyp.name])
+        records.append({"system": "ensemble", "toolkit": toolkit, "amp": args.amp, "arch": args.arch,
+                        "seeds": args.seeds, "bleu": round(bleu, 2), "bleu_lc_tok": round(lc_bleu, 2), "chrf": round(chrf, 2),
                         "train_wall_s": round(wall)})
     curves = "\n".join(
-        f"- seed {s}: " + ", ".join(f"{r['epoch']}: {r.get('valid_bleu')}" for r in logs[s]["valid"])
+        f"- seed {s}: " + ", ".join(f"{r['epoch']}: {r.get('valid_bleu', 'n/a')}" for r in logs[s]["valid"])
         + f" (valid ppl {logs[s]['valid'][-1]['valid_ppl']:.2f} after epoch {logs[s]['valid'][-1]['epoch']})"
         for s in args.seeds if logs[s]["valid"]
     )
     where = args.device_note or "this machine's CPU, 1 thread (one core) per model, the seeds side by side"
+    recipe = ("luong_m30k, joint BPE 8k, batch 64, label smoothing 0.1, Adam 2e-3, lr halved on the valid-loss plateau, "
+              "weight EMA 0.999, no early stop") if args.arch == "luong_m30k" else (
+              f"{args.arch}, joint BPE 8k, 4096-token batches, label smoothing 0.1, Adam (0.9, 0.98) lr 0.005 with "
+              "inverse-sqrt decay after 2000 warm-up updates, at most 8000 updates, the last 5 epochs averaged")
     body = (
-        f"Multi30k {args.pair}, recipe `examples/multi30k/run.sh` (luong_m30k, joint BPE 8k, batch 64, label smoothing 0.1, "
-        f"Adam 2e-3, lr halved on the valid-loss plateau, weight EMA 0.999, no early stop), trained in {precision}, " + (f"on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
+        f"Multi30k {args.pair}, recipe `ARCH={args.arch} examples/multi30k/run.sh` ({recipe}), trained in {precision}, " + (f"on {where}. " if args.device_note else f"{args.hours:g} h of training per model on {where}. ")
         + "test2016 scored with cased, detokenized sacreBLEU (13a) and chrF2.\n\n"
-        + bl.md_table(["system", "BLEU", "chrF", "train wall", "train CPU", "epochs", "highest valid BLEU (greedy; checkpoint_best.pt is the lowest valid loss)", "output"], rows)
+        + bl.md_table(["system", "BLEU", "BLEU (lowercased, Moses-tokenized)", "chrF", "train wall", "train CPU", "epochs", "highest valid BLEU (greedy; checkpoint_best.pt is the lowest valid loss)", "output"], rows)
         + (f"\n\n{args.note}" if args.note else "")
         + f"\n\nValid BLEU (greedy) per epoch:\n\n{curves}\n\nLearning curves: `bench/{picture.name}`.\n"
     )
-    env = " ".join(f"{k}={v}" for k, v in (("SRC", src), ("TGT", tgt), ("HOURS", args.hours), ("THREADS", 1), ("AMP", args.amp)))
+    env = " ".join(f"{k}={v}" for k, v in (("SRC", src), ("TGT", tgt), ("HOURS", args.hours), ("THREADS", 1), ("AMP", args.amp),
+                                          ("ARCH", args.arch)))
     commands = [f"{env} SEED={s} bash examples/multi30k/run.sh" for s in args.seeds]
     if len(args.seeds) > 1:
         commands.append(f"{env} ENSEMBLE=\"{' '.join(map(str, args.seeds))}\" bash examples/multi30k/run.sh")

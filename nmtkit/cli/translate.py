@@ -20,6 +20,7 @@ import click
 from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
                                run_console_script, search_options, set_threads)
 from nmtkit.errors import InputError
+from nmtkit.generate.inference_options import DEFAULT_BATCH_SIZE, LoadOptions, OutputOptions, field_defaults, from_values
 from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is_stdio, refuse_stdin_twice, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 PROG = "nmtkit-translate"
 COPY = "\0copy"  # --replace-unk without a dictionary
+_OUT = field_defaults(OutputOptions)  # the library's defaults, the flags' too
 
 
 @click.command("translate", cls=NmtkitCommand, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -45,10 +47,10 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--print-alignment", is_flag=True, help="Append ' ||| i-j ...' word alignments to each output line.")
 @click.option("--alignment-file", type=click.Path(dir_okay=False),
               help="Write word alignments to this file instead (one line per hypothesis written: N per input with --nbest N).")
-@click.option("--align-shift", type=click.IntRange(0, 1), default=0, show_default=True, help="Take output word t's alignment from step t+shift.")
+@click.option("--align-shift", type=click.IntRange(0, 1), default=_OUT["align_shift"], show_default=True, help="Take output word t's alignment from step t+shift.")
 @click.option("--verbose", "-v", is_flag=True, help="fairseq-style S-/H-/D-/P-/A- lines.")
 @click.option("--buffer-size", default=0, type=click.IntRange(min=0), help="Lines read before translating [1 on a terminal, else 2000].")
-@batching_options(default_batch_size=64)
+@batching_options(default_batch_size=DEFAULT_BATCH_SIZE)
 @click.option("--max-source-len", type=click.IntRange(min=1), help="Truncate longer inputs (with a warning naming the line) [model limit or 400].")
 @device_options()
 @click.option("--quiet", "-q", is_flag=True, help="No closing speed summary.")
@@ -57,9 +59,9 @@ COPY = "\0copy"  # --replace-unk without a dictionary
 @click.option("--shortlist", type=click.Path(dir_okay=False), metavar="FILE",
               help="Restrict the output layer per batch to the top translations of the source words in this "
                    "'source target count' table (e.g. nmtkit-align --build-dict FILE --dict-top-k K).")
-@click.option("--shortlist-k", default=50, show_default=True, type=click.IntRange(min=1),
+@click.option("--shortlist-k", default=_OUT["shortlist_k"], show_default=True, type=click.IntRange(min=1),
               help="Translations per source word taken from --shortlist.")
-@click.option("--shortlist-frequent", default=100, show_default=True, type=click.IntRange(min=0),
+@click.option("--shortlist-frequent", default=_OUT["shortlist_frequent"], show_default=True, type=click.IntRange(min=0),
               help="Most frequent target symbols always in the shortlist.")
 @click.option("--cuda-graphs", is_flag=True,
               help="On CUDA, run the search in fixed shapes, each step one CUDA graph replay, batches padded to buckets (faster; "
@@ -72,9 +74,9 @@ def command(**kw) -> None:  # noqa: ANN003
     from nmtkit.utils.startup import long_lived
 
     check_streams(kw)
-    _search_options(kw)  # a bad combination (--nbest above --beam) is refused before torch loads
+    search = _search_options(kw)  # a bad combination (--nbest above --beam) is refused before torch loads
     with long_lived():  # torch, the model and the text pipelines: kept for the whole run
-        translator = _load(kw)
+        translator = _load(kw, search)
     import torch
 
     from nmtkit.utils.progress import progress_bar
@@ -175,11 +177,10 @@ def _search_options(kw: dict) -> "SearchOptions":
     """The search's settings from the options, checked (torch-free)."""
     from nmtkit.generate.search_options import SearchOptions
 
-    return SearchOptions(beam=kw["beam"], nbest=kw["nbest"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"],
-                         min_len=kw["min_len"], lenpen=kw["lenpen"], lenpen_form=kw["lenpen_form"], unkpen=kw["unkpen"])
+    return from_values(SearchOptions, kw)
 
 
-def _load(kw: dict) -> "Translator":
+def _load(kw: dict, search: "SearchOptions") -> "Translator":
     """The translator the options describe, its text pipelines built (threads set first; on the
     CPU, freed memory is kept in the heap, as training does: the search allocates and frees
     ``[rows, vocabulary]`` tensors every step, nmtkit.utils.heap)."""
@@ -189,14 +190,8 @@ def _load(kw: dict) -> "Translator":
     set_threads(kw["threads"])
     want_align = kw["print_alignment"] or bool(kw["alignment_file"]) or kw["verbose"]
     replace_unk = {None: False, COPY: True}.get(kw["replace_unk"], kw["replace_unk"])
-    translator = Translator.from_checkpoint(
-        kw["path"], kw["beam"], nbest=kw["nbest"], device=kw["device"], replace_unk=replace_unk,
-        alignments="auto" if want_align else False, align_shift=kw["align_shift"], lenpen=kw["lenpen"],
-        lenpen_form=kw["lenpen_form"], max_len_a=kw["max_len_a"], max_len_b=kw["max_len_b"], min_len=kw["min_len"],
-        unkpen=kw["unkpen"], max_source_len=kw["max_source_len"], amp=kw["amp"], data=kw["data"],
-        batch_size=kw["batch_size"], max_tokens=kw["max_tokens"], quantize=kw["quantize"],
-        shortlist=kw["shortlist"], shortlist_k=kw["shortlist_k"], shortlist_frequent=kw["shortlist_frequent"],
-        unk_posterior=kw["unk_posterior"], cuda_graphs=kw["cuda_graphs"])
+    output = from_values(OutputOptions, kw, replace_unk=replace_unk, alignments="auto" if want_align else False)
+    translator = Translator.from_checkpoint(kw["path"], search, from_values(LoadOptions, kw), output)
     translator.build_pipelines()
     if translator.device.type == "cpu":
         keep_freed_memory()

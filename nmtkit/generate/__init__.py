@@ -25,6 +25,8 @@ _LAZY = {
     "EnsembleModel": "nmtkit.generate.ensemble",
     "ForcedResult": "nmtkit.generate.forced",
     "Hypothesis": "nmtkit.generate.search",
+    "LoadOptions": "nmtkit.generate.inference_options",
+    "OutputOptions": "nmtkit.generate.inference_options",
     "SearchOptions": "nmtkit.generate.search_options",
     "beam_search": "nmtkit.generate.search",
     "score_corpus": "nmtkit.generate.forced",

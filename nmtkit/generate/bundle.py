@@ -11,6 +11,7 @@ front-ends over it.  It is also the only module of ``nmtkit.generate`` that load
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ContextManager, Literal, Optional, Sequence, Union
@@ -22,15 +23,13 @@ from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.checkpoint_paths import PathsLike, checkpoint_paths
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.inference_options import DEFAULT_BATCH_SIZE, LoadOptions
 from nmtkit.generate.search import EagerSearch, Searcher, choose_searcher
 from nmtkit.utils.amp import autocast
 
 if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
-
-#: Sentences per batch of every inference command unless it says otherwise (the one default).
-DEFAULT_BATCH_SIZE = 64
 
 
 def load_ensemble(paths: PathsLike, device: Optional[torch.device] = None) -> tuple[EnsembleModel, list[dict[str, Any]]]:
@@ -72,19 +71,17 @@ class ModelBundle:
     searcher: Searcher = field(default_factory=EagerSearch)
 
     @classmethod
-    def load(cls, path: PathsLike, *, device: Union[str, torch.device, None] = None, amp: str = "auto",
-             quantize: str = "none", batch_size: int = DEFAULT_BATCH_SIZE,
-             max_tokens: Optional[int] = None, cuda_graphs: bool = False) -> "ModelBundle":
-        """Load a checkpoint or an ensemble (``"a.pt:b.pt"`` or a list).  ``device``: None or
-        ``"auto"`` takes a GPU when present; ``amp``: ``auto|none|bf16|fp16``
-        (:func:`nmtkit.utils.amp.resolve_amp`); ``quantize``: ``none|int8``
-        (:mod:`nmtkit.generate.quantize`); ``cuda_graphs``: the search in fixed shapes, each step
-        a CUDA graph replay (a CUDA device only).  Options are checked before the (slow) loading."""
+    def load(cls, path: PathsLike, options: Optional[LoadOptions] = None, **settings: Any) -> "ModelBundle":
+        """Load a checkpoint or an ensemble (``"a.pt:b.pt"`` or a list) as ``options`` say
+        (:class:`~nmtkit.generate.inference_options.LoadOptions`; keyword ``settings`` replace
+        its fields).  Options are checked before the (slow) loading."""
         from nmtkit.checkpoint import pipelines_from_checkpoint
         from nmtkit.generate.quantize import check_quantize, quantize_ensemble
         from nmtkit.utils.amp import resolve_amp
         from nmtkit.utils.device import parse_device
 
+        o = dataclasses.replace(options or LoadOptions(), **settings)
+        device, amp, quantize, cuda_graphs = o.device, o.amp, o.quantize, o.cuda_graphs
         dev = parse_device(device)
         check_quantize(quantize, dev)
         amp_dtype = resolve_amp(amp, dev)
@@ -100,8 +97,11 @@ class ModelBundle:
             names = ", ".join(sorted({m.model_name for m in model.models if "search" not in m.cuda_graph_support}))
             raise NmtkitError(f"--cuda-graphs: the fixed-shape search needs a decoder state of fixed size, which {names} "
                               "does not have (its state grows every step); translate without --cuda-graphs")
-        return cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, batch_size, max_tokens,
-                   choose_searcher(cuda_graphs))
+        bundle = cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, o.batch_size, o.max_tokens,
+                     choose_searcher(cuda_graphs))
+        if o.data is not None:
+            bundle.use_data_pipelines(o.data)
+        return bundle
 
     @classmethod
     def of_model(cls, model: torch.nn.Module, src_pipe: TextPipeline, tgt_pipe: TextPipeline,

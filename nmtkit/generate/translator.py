@@ -17,10 +17,9 @@ it numbered buffers (:meth:`Translator.translate_indexed`) as they stream in.
 from __future__ import annotations
 
 import numbers
-import os
 import time
 from dataclasses import dataclass, field
-from typing import Literal, Optional, Sequence, Union, overload
+from typing import Any, Literal, Optional, Sequence, overload
 
 import torch
 
@@ -29,9 +28,10 @@ from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_in
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.search import EagerSearch, Hypothesis, SearchOptions, Searcher
-from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle
+from nmtkit.generate.bundle import ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.generate.inference_options import LoadOptions, OutputOptions, sort_settings
 from nmtkit.generate.shortlist import Shortlist, sentence_keys
 from nmtkit.generate.unk import replace_unks
 from nmtkit.generate.word_alignment import align_words
@@ -139,76 +139,39 @@ class Translator:
     device = property(lambda self: self.bundle.device)
 
     @classmethod
-    def from_checkpoint(
-        cls,
-        path: PathsLike,
-        beam: int = SearchOptions.beam,
-        *,
-        nbest: int = SearchOptions.nbest,
-        device: Union[str, torch.device, None] = None,
-        replace_unk: Union[bool, str, os.PathLike, dict[str, str]] = False,
-        alignments: Union[bool, Literal["auto"]] = False,
-        align_shift: int = 0,
-        lenpen: float = SearchOptions.lenpen,
-        lenpen_form: str = SearchOptions.lenpen_form,
-        max_len_a: float = SearchOptions.max_len_a,
-        max_len_b: int = SearchOptions.max_len_b,
-        min_len: int = SearchOptions.min_len,
-        unkpen: float = SearchOptions.unkpen,
-        max_source_len: Optional[int] = None,
-        amp: str = "auto",
-        data: Union[str, os.PathLike, None] = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        max_tokens: Optional[int] = None,
-        quantize: str = "none",
-        shortlist: Union[str, os.PathLike, None] = None,
-        shortlist_k: int = 50,
-        shortlist_frequent: int = 100,
-        unk_posterior: bool = False,
-        cuda_graphs: bool = False,
-    ) -> "Translator":
+    def from_checkpoint(cls, path: PathsLike, search: Optional[SearchOptions] = None, load: Optional[LoadOptions] = None,
+                        output: Optional[OutputOptions] = None, **settings: Any) -> "Translator":
         """Load a checkpoint (or an ensemble: a list of paths, or ``"a.pt:b.pt"``) ready to translate.
 
-        ``device``: None or ``"auto"`` takes a GPU when present.  ``replace_unk``: True copies the
-        most-attended source word for each ``<unk>``; a path or dict translates it through a
-        ``source target`` lexicon first.  ``alignments``: compute word alignments (``"auto"``: when
-        the model has attention).  ``amp``: ``auto|none|bf16|fp16`` (:mod:`nmtkit.utils.amp`).
-        ``data``: use that data directory's text pipelines.  ``quantize="int8"``: dynamic int8
-        weights (CPU only, :mod:`nmtkit.generate.quantize`).  ``shortlist``: a ``source target
-        count`` lexical table restricting the output layer per batch to the top ``shortlist_k``
-        translations of the source words plus the ``shortlist_frequent`` most frequent targets
-        (:mod:`nmtkit.generate.shortlist`).  ``unk_posterior`` (with ``replace_unk``): choose each
-        ``<unk>``'s source word from the attention posterior given the ``<unk>`` (one forced pass
-        over the hypotheses that have one; :mod:`nmtkit.models.posterior`), not from the search's
-        attention.  ``cuda_graphs``: the search in fixed shapes, each step a CUDA graph replay (a CUDA device, no
-        shortlist; :mod:`nmtkit.generate.search.fixed_shape`).  The rest are the search options of ``nmtkit-translate``
-        (:class:`~nmtkit.generate.search_options.SearchOptions`, whose defaults these are).
+        ``search``: the search's settings (:class:`~nmtkit.generate.search_options.SearchOptions`);
+        ``load``: device, precision, quantization, batching, CUDA graphs, a data directory's
+        pipelines (:class:`~nmtkit.generate.inference_options.LoadOptions`); ``output``: unknown-word
+        replacement, alignments, truncation, a shortlist
+        (:class:`~nmtkit.generate.inference_options.OutputOptions`).  Any of their fields may be
+        given as a keyword instead (``beam=5, device="cpu"``); the defaults are theirs.
         """
         from nmtkit.data.lexicon import load_lexicon
 
-        search = SearchOptions(beam, nbest, max_len_a, max_len_b, min_len, lenpen, lenpen_form, unkpen)
+        search, load, output = sort_settings(settings, search, load, output)
+        replace_unk = output.replace_unk
         lexicon = None
         if isinstance(replace_unk, dict):
             lexicon = replace_unk
         elif replace_unk is not None and not isinstance(replace_unk, bool):
             lexicon = load_lexicon(replace_unk)
-        if unk_posterior and quantize != "none":
+        if output.unk_posterior and load.quantize != "none":
             raise NmtkitError("--unk-posterior needs the float32 model: not with --quantize")
-        if cuda_graphs and shortlist is not None:
+        if load.cuda_graphs and output.shortlist is not None:
             raise NmtkitError("--cuda-graphs replays a fixed output layer: not with --shortlist")
-        bundle = ModelBundle.load(path, device=device, amp=amp, quantize=quantize, batch_size=batch_size,
-                                  max_tokens=max_tokens, cuda_graphs=cuda_graphs)
-        if data is not None:
-            bundle.use_data_pipelines(data)
+        bundle = ModelBundle.load(path, load)
         table = None
-        if shortlist is not None:
-            table = Shortlist.load(shortlist, bundle.tgt_pipe, bundle.tgt_dict, k=shortlist_k,
-                                   frequent=shortlist_frequent, lowercase_source=bundle.src_pipe.lowercase)
-        if alignments == "auto":
-            alignments = bundle.model.has_attention
+        if output.shortlist is not None:
+            table = Shortlist.load(output.shortlist, bundle.tgt_pipe, bundle.tgt_dict, k=output.shortlist_k,
+                                   frequent=output.shortlist_frequent, lowercase_source=bundle.src_pipe.lowercase)
+        alignments = bundle.model.has_attention if output.alignments == "auto" else output.alignments
         return cls(bundle, search, replace_unk=replace_unk is True or lexicon is not None, lexicon=lexicon,
-                   alignments=bool(alignments), align_shift=align_shift, max_source_len=max_source_len,
-                   shortlist=table, unk_posterior=unk_posterior)
+                   alignments=bool(alignments), align_shift=output.align_shift, max_source_len=output.max_source_len,
+                   shortlist=table, unk_posterior=output.unk_posterior)
 
     # -- encoding input ---------------------------------------------------------------------
     def _prepare(self, index: int, line: str) -> dict:

@@ -63,15 +63,28 @@ def add_common_args(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
                          "(refused on a tree with uncommitted changes: a record names the commit measured)")
 
 
-#: Files the scripts themselves append to: a tree whose only changes are earlier records is still the commit.
-RECORD_FILES = ("bench/RESULTS.md", "bench/results.jsonl")
+#: Files the scripts themselves write: a tree whose only changes are earlier records, the generated
+#: report and the host probes is still the commit.
+RECORD_FILES = ("bench/RESULTS.md", "bench/results.jsonl", "bench/hosts.jsonl", "bench/results_archive.jsonl")
+
+#: Folders whose untracked files would run too (a new module the measured code imports).
+CODE_DIRS = ("nmtkit/", "bench/")
 
 
 def uncommitted_changes() -> list[str]:
-    """Tracked files that differ from HEAD (records written by an earlier run excepted)."""
-    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+    """Files that make the tree differ from HEAD: tracked files changed (records written by an
+    earlier run excepted) and untracked, not ignored files under nmtkit/ or bench/."""
+    out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"],
                          capture_output=True, text=True, check=True).stdout
-    return [line[3:] for line in out.splitlines() if line[3:] not in RECORD_FILES]
+    changed = []
+    for line in out.splitlines():
+        status, path = line[:2], line[3:].split(" -> ")[-1]
+        if path in RECORD_FILES:
+            continue
+        if status == "??" and not path.startswith(CODE_DIRS):
+            continue
+        changed.append(path)
+    return changed
 
 
 class RecordFromCommit(argparse.Action):

@@ -373,6 +373,9 @@ def report(args: argparse.Namespace) -> None:
     if args.record:
         bl.append_results(text)
         records = [{k: v for k, v in r.items() if k != "hyp" and not k.startswith("_")} for r in rows]
+        # the host is the GPU machine the rows name (its CPU is not this one's); per row, as calls may differ
+        for rec in records:
+            rec["host"] = {"label": str(rec.get("device", "?")), "gpu": rec.get("device"), "torch": rec.get("torch")}
         bl.append_jsonl(records, {"load": "n/a: the GPU machine ran nothing else"})
 
 

@@ -21,8 +21,11 @@ Systems (``--systems``, any subset, run side by side, one core each, pinned with
     A/B side by side, one core each, at 9dacd39: greedy valid BLEU 38.4 against 37.8 at the end,
     ahead at every one of the last epochs (valid loss 1.81 against 1.90 at epoch 16). Fewer epochs
     want less regularization;
-* ``opennmt``: OpenNMT-py 3.5.1's closest RNN recipe at the same shape (brnn encoder, 2 layers,
-  256, general attention, input feeding, bridge, dropout 0.3, Adam 2e-3, label smoothing 0.1);
+* ``opennmt``: OpenNMT-py 3.5.1's closest RNN recipe (brnn encoder, 2 layers, hidden_size 256, i.e.
+  128 units per direction: OpenNMT-py cannot put 256 per direction in front of a 256-unit decoder,
+  bench/peers.py; general attention, input feeding, bridge, all embeddings shared, dropout 0.3,
+  Adam 2e-3, label smoothing 0.1, its own weight average ``average_decay 1e-4``). Its parameter
+  count equals nmtkit's ``luong_m30k`` without ``--encoder-hidden-size`` exactly;
 * ``marian``: Marian 1.12 ``--type s2s`` (biGRU encoder, conditional-GRU decoder, the layout of
   its Nematus-style examples: layer normalization, RNN/word dropout, exponential smoothing) at
   256/256 with tied embeddings, Adam 1e-3, label smoothing 0.1;
@@ -39,6 +42,11 @@ greedy valid BLEU of every checkpoint (cased, detokenized sacreBLEU), the checkp
 valid BLEU translates test2016 with beam 5 and batch 64, scored with BLEU and chrF.  The training
 wall time of a checkpoint is its file time less the start of training.  Tune on valid only.
 
+Every decoder uses beam 5 (greedy for the valid curve), the score divided by the length and a
+bound of 1.5 x the source length (+10): ``decoding``.  Each system trains with ``--seeds`` (2 by
+default) and the report gives mean and spread, and a paired bootstrap (sacrebleu, 1,000
+resamples, BLEU and chrF) of nmtkit's best system against the best peer (``stats.py``).
+
 Phases: ``train`` (then ``eval``) for ``--systems``; ``report`` draws ``bench/quality_per_hour.png``
 from every system evaluated so far and, with ``--record``, writes RESULTS.md and results.jsonl.
 ``--recorded-since DATE`` also draws, dashed, the newest record of each system not in WORK written on
@@ -54,11 +62,13 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import benchlib as bl
 
@@ -87,6 +97,26 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[Path, Path]:
     return dest, txt
 
 
+def run_name(system: str, seed: int) -> str:
+    """The work folder of one training run: the system's name for seed 1 (as before seeds), else
+    ``SYSTEM.seedN``."""
+    return system if seed == 1 else f"{system}.seed{seed}"
+
+
+def system_of(run: str) -> str:
+    return run.split(".seed")[0]
+
+
+def seed_of(run: str) -> int:
+    return int(run.split(".seed")[1]) if ".seed" in run else 1
+
+
+def runs_in(work: Path) -> list[str]:
+    """Every run with an evaluation in ``work``: systems in SYSTEMS order, seeds ascending."""
+    found = [p.parent.name for p in work.glob("*/eval.json") if system_of(p.parent.name) in SYSTEMS]
+    return sorted(found, key=lambda r: (SYSTEMS.index(system_of(r)), seed_of(r)))
+
+
 def updates_per_epoch(txt: Path) -> int:
     return -(-bl.count_lines(txt / "train.en") // BATCH)
 
@@ -96,7 +126,7 @@ def peer_bin(args: argparse.Namespace, venv: str, tool: str) -> Path:
     return Path(args.peers) / venv / "bin" / tool
 
 
-def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int) -> Path:
+def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1) -> Path:
     """OpenNMT-py's RNN recipe at luong_m30k's shape (see the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(
@@ -105,7 +135,7 @@ save_data: {out}/data
 src_vocab: {out}/vocab.en
 tgt_vocab: {out}/vocab.de
 overwrite: true
-seed: 1
+seed: {seed}
 data:
   corpus_1:
     path_src: {txt}/train.en
@@ -124,6 +154,10 @@ hidden_size: 256
 global_attention: general
 input_feed: 1
 bridge: true
+share_vocab: true
+share_embeddings: true
+share_decoder_embeddings: true
+average_decay: 0.0001
 dropout: [0.3]
 param_init: 0.1
 world_size: 1
@@ -148,18 +182,18 @@ save_model: {out}/model
     return path
 
 
-def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: Path) -> tuple[list[list], dict, bool]:
+def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: Path, seed: int = 1) -> tuple[list[list], dict, bool]:
     """(setup commands, then the training command), extra environment, and whether the training
     command must be stopped with SIGTERM at the deadline (it has no wall-time limit of its own)."""
     per_epoch = updates_per_epoch(txt)
     if system.startswith("nmtkit"):
         amp = "bf16" if system.endswith("bf16") else "none"
-        return [["nmtkit-train", dest, "--arch", "luong_m30k", "--save-dir", w / "ckpt", "--seed", "1", "--threads", "1",
+        return [["nmtkit-train", dest, "--arch", "luong_m30k", "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
                  "--amp", amp, "--batch-size", BATCH, "--label-smoothing", "0.1", "--max-epoch", "100",
                  "--ema-decay", "0.999", "--lr-schedule", "anneal", "--anneal-fraction", "0.2",
                  "--encoder-hidden-size", "256", "--dropout", "0.2", "--stop-time-hours", args.hours]], {}, False
     if system == "opennmt":
-        yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", per_epoch)
+        yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", per_epoch, seed)
         return [[peer_bin(args, "opennmt", "onmt_build_vocab"), "-config", yaml, "-n_sample", "-1"],
                 [peer_bin(args, "opennmt", "onmt_train"), "-config", yaml]], bl.ONMT_ENV, True
     if system == "marian":
@@ -170,15 +204,16 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
                  "--exponential-smoothing", "--learn-rate", 0.001, "--clip-norm", 5, "--train-sets", txt / "train.en", txt / "train.de",
                  "--vocabs", w / "vocab.yml", w / "vocab.yml", "--cpu-threads", 1, "--mini-batch", BATCH, "--maxi-batch", 100,
                  "--max-length", 100, "--save-freq", f"{per_epoch}u", "--disp-freq", "100u", "--valid-freq", "1000000u",
-                 "--model", w / "ckpt" / "model.npz", "--seed", 1, "--sigterm", "save-and-exit", "--log", w / "marian_train.log"]], {}, True
+                 "--model", w / "ckpt" / "model.npz", "--seed", seed, "--sigterm", "save-and-exit", "--log", w / "marian_train.log"]], {}, True
     if system == "fairseq":
         fs = "fairseq"
         return [[peer_bin(args, fs, "fairseq-preprocess"), "--source-lang", "en", "--target-lang", "de", "--trainpref", txt / "train",
                  "--validpref", txt / "valid", "--destdir", w / "bin", "--joined-dictionary", "--workers", "1"],
-                [peer_bin(args, fs, "fairseq-train"), w / "bin", "--cpu", "--seed", "1", "--arch", "lstm", "--encoder-layers", "2",
+                [peer_bin(args, fs, "fairseq-train"), w / "bin", "--cpu", "--seed", seed, "--arch", "lstm", "--encoder-layers", "2",
                  "--decoder-layers", "2", "--encoder-bidirectional", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
                  "--encoder-hidden-size", "256", "--decoder-hidden-size", "256", "--decoder-out-embed-dim", "256",
                  "--share-all-embeddings", "--dropout", "0.3", "--criterion", "label_smoothed_cross_entropy",
+                 "--store-ema", "--ema-decay", "0.999",
                  "--label-smoothing", "0.1", "--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5",
                  "--lr-scheduler", "reduce_lr_on_plateau", "--lr-shrink", "0.5", "--batch-size", BATCH, "--max-epoch", "100",
                  "--stop-time-hours", args.hours, "--save-dir", w / "ckpt", "--log-format", "simple", "--log-interval", "100",
@@ -186,14 +221,15 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
     raise ValueError(system)
 
 
-def train_one(args: argparse.Namespace, system: str, core: int, dest: Path, txt: Path, work: Path) -> dict:
-    """Train one system on one core for --hours; returns what eval and report need."""
-    w = work / system
+def train_one(args: argparse.Namespace, run: str, core: int, dest: Path, txt: Path, work: Path) -> dict:
+    """Train one run (a system and seed, ``run_name``) on one core for --hours; returns what eval
+    and report need."""
+    w, system, seed = work / run, system_of(run), seed_of(run)
     done = w / "train.json"
     if done.is_file():
         return json.loads(done.read_text())
     w.mkdir(parents=True, exist_ok=True)
-    cmds, env, kill = train_plan(args, system, dest, txt, w)
+    cmds, env, kill = train_plan(args, system, dest, txt, w, seed)
     env = {**env, **bl.thread_env(1)}
     pin = ["taskset", "-c", str(core)]
     for k, cmd in enumerate(cmds[:-1]):
@@ -215,16 +251,35 @@ def train_one(args: argparse.Namespace, system: str, core: int, dest: Path, txt:
                 break
             time.sleep(1)
     wall = time.time() - start
-    info = {"system": system, "start": start, "train_wall_s": wall, "rc": proc.wait(), "core": core,
+    info = {"system": system, "seed": seed, "run": run, "start": start, "train_wall_s": wall, "rc": proc.wait(), "core": core,
             "cmds": [shlex.join(map(str, c)) for c in cmds], "env": env, "commit": bl.git_commit(),
-            "hours": args.hours, "cpu": bl.cpu_model()}
+            "hours": args.hours, "cpu": bl.cpu_model(), "host": bl.this_host(args.peers)}
     if info["rc"] != 0 and not (stopped and info["rc"] in (-signal.SIGTERM, 143)):  # a crash, not our deadline
-        sys.exit(f"{system}: training failed with status {info['rc']}; see {w / 'train.log'}")
+        sys.exit(f"{run}: training failed with status {info['rc']}; see {w / 'train.log'}")
     done.write_text(json.dumps(info, indent=2) + "\n")
     return info
 
 
 # -- evaluation ---------------------------------------------------------------------------------
+def fairseq_ema_weights(args: argparse.Namespace, ckpt: Path) -> Path:
+    """fairseq keeps its weight average (``--store-ema``) beside the model in each checkpoint
+    (``extra_state["ema"]``) and generates with the raw weights; this writes a copy whose model is the
+    average, which fairseq-interactive then loads (not timed).  A checkpoint without one is used as is."""
+    out = ckpt.with_name(ckpt.stem + ".ema.pt")
+    if out.is_file() and out.stat().st_mtime >= ckpt.stat().st_mtime:
+        return out
+    code = ("import sys, torch\nst = torch.load(sys.argv[1], map_location='cpu', weights_only=False)\n"
+            "ema = st.get('extra_state', {}).get('ema')\nif ema is None:\n    sys.exit(3)\n"
+            "st['model'] = ema\ntorch.save(st, sys.argv[2])\n")
+    r = subprocess.run([str(peer_bin(args, "fairseq", "python")), "-c", code, str(ckpt), str(out)], capture_output=True, text=True)
+    if r.returncode == 3:
+        return ckpt
+    if r.returncode != 0:
+        sys.exit(f"fairseq EMA copy of {ckpt} failed: {r.stderr[-2000:]}")
+    return out
+
+
+
 def checkpoints(system: str, w: Path) -> list[tuple[str, Path]]:
     """Every saved checkpoint of a run, oldest first (label, path)."""
     ck = w / "ckpt"
@@ -248,25 +303,38 @@ def checkpoints(system: str, w: Path) -> list[tuple[str, Path]]:
     raise ValueError(system)
 
 
+def decoding(system: str, beam: int) -> list:
+    """The toolkit's flags for beam ``beam``, the score divided by the length and a length bound of
+    1.5 x the source (+10): the same search for every system (bench/peers.py; Marian's default is no
+    normalisation, ``--normalize 0``, which the records before 2026-11-27 decoded with)."""
+    import peers
+
+    flags = list(peers.DECODE_FLAGS["nmtkit" if system.startswith("nmtkit") else system])
+    beam_flag = peers.DECODE_MEANING["nmtkit" if system.startswith("nmtkit") else system][0]
+    flags[flags.index(beam_flag) + 1] = beam
+    return flags
+
+
 def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam: int, threads: int = 1,
                extra: tuple = (), files: tuple = ("/dev/stdin", "/dev/stdout")) -> tuple[list, dict, bool]:
     """(command reading the source on stdin and writing to stdout, environment, whether it reads and
     writes BPE pieces).  OpenNMT-py reads and writes the ``files`` (source, output) instead: its
     ``-output /dev/stdout`` would truncate a redirected stdout under its own timing line."""
     env = bl.thread_env(threads)
+    norm = decoding(system, beam)  # the same beam, length normalisation and length bound for all (bench/peers.py)
     if system.startswith("nmtkit"):
-        return [bl.nmtkit_bin("nmtkit-translate"), "--path", ckpt, "--beam", beam, "--batch-size", BATCH, "--threads", threads,
+        return [bl.nmtkit_bin("nmtkit-translate"), "--path", ckpt, *norm, "--batch-size", BATCH, "--threads", threads,
                 "--device", "cpu", *extra], env, False
     if system == "opennmt":
         return [peer_bin(args, "opennmt", "onmt_translate"), "-model", ckpt, "-src", files[0], "-output", files[1],
-                "-beam_size", beam, "-batch_size", BATCH, "-gpu", "-1", *extra], {**env, **bl.ONMT_ENV}, True
+                *norm, "-batch_size", BATCH, "-gpu", "-1", *extra], {**env, **bl.ONMT_ENV}, True
     if system == "marian":
         vocab = w / "vocab.yml"
         return [peer_bin(args, "marian", "pymarian"), "decode", "-m", ckpt, "-v", vocab, vocab, "--cpu-threads", threads,
-                "--beam-size", beam, "--mini-batch", BATCH, "--maxi-batch", 100, "--maxi-batch-sort", "src", "--quiet", *extra], env, True
+                *norm, "--mini-batch", BATCH, "--maxi-batch", 100, "--maxi-batch-sort", "src", "--quiet", *extra], env, True
     if system == "fairseq":
         cmd = [peer_bin(args, "fairseq", "fairseq-interactive"), w / "bin", "--path", ckpt, "--source-lang", "en",
-               "--target-lang", "de", "--cpu", "--beam", beam, "--batch-size", BATCH, "--buffer-size", 2000, *extra]
+               "--target-lang", "de", "--cpu", *norm, "--batch-size", BATCH, "--buffer-size", 2000, *extra]
         return cmd, {**env, **bl.ONMT_ENV}, True
     raise ValueError(system)
 
@@ -311,9 +379,9 @@ def scores(hyp: Path, ref: Path) -> dict:
             "signature": str(b.get_signature())}
 
 
-def eval_one(args: argparse.Namespace, system: str, core: int, txt: Path, work: Path) -> dict:
+def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Path) -> dict:
     """Greedy valid BLEU of every checkpoint, then beam 5 on test2016 with the best one."""
-    w = work / system
+    w, system = work / run, system_of(run)
     done = w / "eval.json"
     if done.is_file():
         return json.loads(done.read_text())
@@ -322,18 +390,21 @@ def eval_one(args: argparse.Namespace, system: str, core: int, txt: Path, work: 
     ev.mkdir(exist_ok=True)
     curve = []
     for label, ck in checkpoints(system, w):
+        if system == "fairseq":
+            ck = fairseq_ema_weights(args, ck)
         hyp = ev / f"valid.{label}.de"
         translate(args, system, ck, sources(args, "valid", txt), 1, w, hyp, core=core)
         s = scores(hyp, Path(f"{bl.raw_prefix(args.data, 'valid')}.de"))
         curve.append({"checkpoint": label, "path": str(ck), "wall_s": round(ck.stat().st_mtime - info["start"], 1),
                       "valid_bleu": s["bleu"]})
-        print(f"{system} {label}: {curve[-1]['wall_s'] / 60:.1f} min, valid BLEU {s['bleu']}", flush=True)
+        print(f"{run} {label}: {curve[-1]['wall_s'] / 60:.1f} min, valid BLEU {s['bleu']}", flush=True)
     if not curve:
-        sys.exit(f"{system}: no checkpoint in {w / 'ckpt'} (was it trained for less than an epoch?)")
+        sys.exit(f"{run}: no checkpoint in {w / 'ckpt'} (was it trained for less than an epoch?)")
     best = max(curve, key=lambda c: c["valid_bleu"])
     hyp = ev / "test2016.beam5.de"
     translate(args, system, Path(best["path"]), sources(args, "test", txt), 5, w, hyp, core=core)
-    result = {**info, "curve": curve, "best": best, "test": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'test')}.de"))}
+    result = {**info, "curve": curve, "best": best, "test": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'test')}.de")),
+              "test_hyp": str(hyp)}
     done.write_text(json.dumps(result, indent=2) + "\n")
     return result
 
@@ -366,7 +437,7 @@ def plot(results: list[dict], recorded: list[dict], path: Path) -> None:
     for r in results:
         c = r["curve"]
         ax.plot([x["wall_s"] / 60 for x in c], [x["valid_bleu"] for x in c], marker="o", ms=3,
-                label=f"{r['system']} (test2016 {r['test']['bleu']:.2f})")
+                label=f"{r['system']} seed {r.get('seed', 1)} (test2016 {r['test']['bleu']:.2f})")
     for r in recorded:
         c = r["valid_bleu_curve"]
         ax.plot([w / 60 for w, _ in c], [b for _, b in c], marker=".", ms=3, ls="--", alpha=0.8,
@@ -382,54 +453,150 @@ def plot(results: list[dict], recorded: list[dict], path: Path) -> None:
     print(f"wrote {path}")
 
 
+def summary(results: list[dict], refs: Path, n_samples: int = 1000) -> tuple[dict, Optional[dict]]:
+    """Mean and spread over seeds per system; a paired bootstrap (stats.py) of nmtkit's best
+    system against the best peer (by mean BLEU), on the test2016 output of each seed both have."""
+    import stats
+
+    by_system: dict[str, list[dict]] = {}
+    for r in results:
+        by_system.setdefault(r["system"], []).append(r)
+    spread = {s: {"bleu": stats.mean_spread([r["test"]["bleu"] for r in rs]),
+                  "chrf": stats.mean_spread([r["test"]["chrf"] for r in rs]), "seeds": [r.get("seed", 1) for r in rs]}
+              for s, rs in by_system.items()}
+    ours = [s for s in spread if s.startswith("nmtkit")]
+    theirs = [s for s in spread if not s.startswith("nmtkit")]
+    if not ours or not theirs:
+        return spread, None
+    best = max(ours, key=lambda s: spread[s]["bleu"]["mean"])
+    peer = max(theirs, key=lambda s: spread[s]["bleu"]["mean"])
+    ref_lines = refs.read_text(encoding="utf-8").split("\n")[:-1]
+    tests = []
+    for a in by_system[best]:
+        b = next((x for x in by_system[peer] if x.get("seed", 1) == a.get("seed", 1)), None)
+        if b is None or not a.get("test_hyp") or not b.get("test_hyp"):
+            continue
+        hyp = lambda r: Path(r["test_hyp"]).read_text(encoding="utf-8").split("\n")[:-1]  # noqa: E731
+        tests.append({"seed": a.get("seed", 1), **stats.paired_bootstrap(hyp(b), hyp(a), ref_lines, n_samples, (peer, best))})
+    return spread, {"system": best, "peer": peer, "tests": tests}
+
+
 def report(args: argparse.Namespace, work: Path) -> None:
-    results = [json.loads((work / s / "eval.json").read_text()) for s in SYSTEMS if (work / s / "eval.json").is_file()]
+    runs = runs_in(work)
+    results = [{"seed": seed_of(run), **json.loads((work / run / "eval.json").read_text())} for run in runs]
     if not results:
         sys.exit(f"nothing evaluated in {work} yet")
     recorded = recorded_curves({r["system"] for r in results}, args.recorded_since)
     plot(results, recorded, PICTURE)
-    rows = [[r["system"], f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
+    spread, sig = summary(results, Path(f"{bl.raw_prefix(args.data, 'test')}.de"), args.bootstrap_samples)
+    rows = [[r["system"], r.get("seed", 1), f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
              r["best"]["checkpoint"], f"{r['best']['wall_s'] / 60:.0f}", len(r["curve"]), f"{r['train_wall_s'] / 60:.1f}",
              r["commit"], r.get("beside", "")] for r in results]
-    body = (bl.md_table(["system", "test2016 BLEU", "chrF", "best valid BLEU (greedy)", "checkpoint", "at minute",
+    mean_rows = [[s, ", ".join(map(str, v["seeds"])), f"{v['bleu']['mean']:.2f} ± {v['bleu']['sd']:.2f}",
+                  f"{v['chrf']['mean']:.2f} ± {v['chrf']['sd']:.2f}"] for s, v in spread.items()]
+    sig_text = ""
+    if sig:
+        sig_text = (f"\nPaired bootstrap (sacrebleu, {args.bootstrap_samples} resamples of the test sentences), "
+                    f"{sig['system']} against the best peer {sig['peer']}:\n\n" + "".join(
+                        f"- seed {t['seed']}: BLEU {t['BLEU']['system']:.2f} against {t['BLEU']['baseline']:.2f} "
+                        f"({t['BLEU']['delta']:+.2f}, p = {t['BLEU']['p']:.4f}); chrF {t['chrF']['system']:.2f} against "
+                        f"{t['chrF']['baseline']:.2f} ({t['chrF']['delta']:+.2f}, p = {t['chrF']['p']:.4f})\n" for t in sig["tests"]))
+    body = (bl.md_table(["system", "seed", "test2016 BLEU", "chrF", "best valid BLEU (greedy)", "checkpoint", "at minute",
                          "checkpoints", "train wall (min)", "commit", "trained beside"], rows)
-            + f"\n\n![BLEU against wall time]({PICTURE.name})\n\n"
+            + "\n\nMean ± sample standard deviation over seeds:\n\n"
+            + bl.md_table(["system", "seeds", "BLEU", "chrF"], mean_rows) + "\n" + sig_text
+            + f"\n![BLEU against wall time]({PICTURE.name})\n\n"
             + (f"Dashed in the picture, from records written on or after {args.recorded_since} (not re-run here): "
                + ", ".join(f"{r['system']} {r['bleu']:.2f} ({r['date']} @ {r['commit']})" for r in recorded) + ".\n\n"
                if recorded else "")
+            + "Set-ups (bench/peers.py):\n\n" + "\n".join(peers_lines()) + "\n\n"
             + "Each system trained on one core (taskset) for "
             f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the checkpoint with the best "
             f"greedy valid BLEU. Signature: {results[0]['test']['signature']}.\n\nLoad of each pair's training "
-            "(uptime before and after; the two systems of a pair shared the machine, one core each):\n\n"
-            + "".join(f"- {r['system']}: before `{r.get('load_before', '?')}`; after `{r.get('load_after', '?')}`\n" for r in results)
+            "(uptime before and after; the systems of a wave shared the machine, one core each):\n\n"
+            + "".join(f"- {r['system']} seed {r.get('seed', 1)}: before `{r.get('load_before', '?')}`; after `{r.get('load_after', '?')}`\n"
+                      for r in results)
             + "\nValid BLEU (greedy) per checkpoint, minute: BLEU:\n\n"
-            + "".join(f"- {r['system']}: " + ", ".join(f"{x['wall_s'] / 60:.0f}: {x['valid_bleu']:.2f}" for x in r["curve"]) + "\n"
-                      for r in results))
+            + "".join(f"- {r['system']} seed {r.get('seed', 1)}: " + ", ".join(f"{x['wall_s'] / 60:.0f}: {x['valid_bleu']:.2f}"
+                                                                             for x in r["curve"]) + "\n" for r in results))
     print(body)
     if not args.record:
         return
     cmds = [c for r in results for c in r["cmds"]]
     bl.append_results(bl.section("Quality per CPU-hour, Multi30k en-de", bl.machine_info(), results[0].get("load_before", ""),
                                  results[-1].get("load_after", ""), "nmtkit " + results[0]["commit"], body, cmds))
-    recs = [{"bench": "quality_per_hour", "system": r["system"], "bleu": r["test"]["bleu"], "chrf": r["test"]["chrf"],
-             "train_wall_s": round(r["train_wall_s"], 1), "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
+    recs = [{"bench": "quality_per_hour", "system": r["system"], "seed": r.get("seed", 1), "bleu": r["test"]["bleu"],
+             "chrf": r["test"]["chrf"], "train_wall_s": round(r["train_wall_s"], 1),
+             "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
              "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
-             "hours": r["hours"], "cpu": r.get("cpu"), "commit": r["commit"]} for r in results]  # the training machine's
-    # A report covers every run in WORK; a run recorded by an earlier report is not appended again
-    # (identical rows would read as a second measurement).
-    def run_key(x: dict) -> tuple:
-        return x["system"], x["commit"], x["train_wall_s"], x["bleu"], x["chrf"]
+             "hours": r["hours"], "cpu": r.get("cpu"), "commit": r["commit"],  # the training machine's and tree's
+             **({"host": r["host"]} if r.get("host") else {})} for r in results]
+    if sig and sig["tests"]:
+        recs.append({"bench": "quality_per_hour_significance", "system": sig["system"], "peer": sig["peer"],
+                     "seeds": [t["seed"] for t in sig["tests"]], "bleu_mean": spread[sig["system"]]["bleu"]["mean"],
+                     "bleu_sd": spread[sig["system"]]["bleu"]["sd"], "chrf_mean": spread[sig["system"]]["chrf"]["mean"],
+                     "chrf_sd": spread[sig["system"]]["chrf"]["sd"], "peer_bleu_mean": spread[sig["peer"]]["bleu"]["mean"],
+                     "peer_chrf_mean": spread[sig["peer"]]["chrf"]["mean"], "bootstrap_samples": args.bootstrap_samples,
+                     "tests": sig["tests"]})
+    # a run recorded by an earlier report is not appended again (benchlib refuses repeated runs)
+    bl.append_jsonl(recs, {})
 
-    done = {run_key(x) for x in bl.read_records("quality_per_hour")}
-    bl.append_jsonl([rec for rec in recs if run_key(rec) not in done], {})
+
+def peers_lines() -> list[str]:
+    import peers
+
+    return peers.report_lines("quality-per-hour")
+
+
+def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: Path) -> None:
+    """Before any training: parameter counts of the peers against nmtkit's (bench/peers.py), and the
+    decoders' beam, length normalisation and length bound; refuses a same-shape claim off by > 1 %."""
+    import peers
+
+    meta = json.loads((dest / "meta.json").read_text())
+    v = meta["dict_sizes"]["de"]
+    nmtkit = peers.nmtkit_params("luong_m30k", v, v, encoder_hidden_size=256)
+    default = peers.nmtkit_params("luong_m30k", v, v)
+    counts = {"opennmt": peers.onmt_rnn_params(v, v, 256, 256, 2, True, bridge=True, share_embeddings=True,
+                                                share_decoder_embeddings=True),
+              "fairseq": peers.fairseq_lstm_params(v, 256, 256, 256, 2, True, 256)}
+    for s in systems:
+        if s in counts:
+            print(peers.check_shape(nmtkit, counts[s], peers.setup(s, "quality-per-hour").shape, f"quality per hour, {s}"))
+    if "opennmt" in systems:  # the shape OpenNMT-py can build is nmtkit's own default luong_m30k, exactly
+        print(peers.check_shape(default, counts["opennmt"], "same", "luong_m30k (128 per direction) against OpenNMT-py brnn 256"))
+    peers.check_decoding({("nmtkit" if s.startswith("nmtkit") else s): decoding(s, 5) for s in systems})
+    # every flag of every set-up exists in the installed peer (a renamed option fails here, not in an hour)
+    for s in systems:
+        if s.startswith("nmtkit"):
+            continue
+        cmds, _, _ = train_plan(args, s, dest, txt, dest.parent / "_check" / s)
+        train = cmds[-1]
+        if s == "opennmt":
+            keys = [f"-{line.split(':')[0]}" for line in Path(train[-1]).read_text().splitlines()
+                    if line and not line.startswith((" ", "#")) and ":" in line and line.split(":")[0] not in ("data",)]
+            peers.check_flags(train[0], keys)
+            peers.check_flags(peer_bin(args, "opennmt", "onmt_translate"), decoding(s, 5))
+        elif s == "marian":
+            peers.check_flags(train[0], train[1:])
+            peers.check_flags(train[0], decoding(s, 5), help_args=("decode", "--help"))
+        elif s == "fairseq":
+            # fairseq lists a model's, criterion's and optimizer's options only once they are named
+            peers.check_flags(train[0], train[1:], help_args=(*map(str, train[1:]), "--help"))
+            peers.check_flags(peer_bin(args, "fairseq", "fairseq-interactive"), decoding(s, 5), help_args=(str(txt), "--help"))
+    shutil.rmtree(dest.parent / "_check", ignore_errors=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
-    ap.add_argument("--systems", nargs="+", choices=SYSTEMS, default=[], help="what to train and evaluate, side by side (one core each)")
+    ap.add_argument("--systems", nargs="+", choices=SYSTEMS, default=[], help="what to train and evaluate (one core each, "
+                    "as many side by side as there are cores)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="training seeds of every system (default: 1 2); "
+                    "the report gives mean and spread")
     ap.add_argument("--hours", type=float, default=1.0, help="training wall time of each system (default: %(default)s)")
     ap.add_argument("--phase", choices=["train", "eval", "report"], default="train", help="train (then eval), eval only, or report")
+    ap.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples (default: %(default)s)")
     ap.add_argument("--recorded-since", metavar="YYYY-MM-DD", help="report: also draw (dashed) the newest recorded run of each "
                     "system not in WORK, from records written on or after this date (say from when they are comparable)")
     args = ap.parse_args()
@@ -437,26 +604,29 @@ def main() -> None:
     bl.check_outside_repo(work)
     if args.phase == "report":
         return report(args, work)
-    if len(args.systems) > os.cpu_count():
-        sys.exit(f"{len(args.systems)} systems need {len(args.systems)} cores; this machine has {os.cpu_count()}")
     bl.check_raw_data(args.data)
     work.mkdir(parents=True, exist_ok=True)
     dest, txt = prepare(args, work)
-    load_before = bl.uptime_line()
-    if args.phase == "train":
-        bl.in_parallel(lambda k: train_one(args, args.systems[k], k, dest, txt, work), len(args.systems))  # system k on core k
-    load_after = bl.uptime_line()
+    check_setup(args, args.systems, dest, txt)
+    runs = [run_name(s, seed) for seed in args.seeds for s in args.systems]
+    cores = os.cpu_count() or 1
+    for wave in [runs[i:i + cores] for i in range(0, len(runs), cores)]:  # run k of a wave on core k
+        load_before = bl.uptime_line()
+        if args.phase == "train":
+            bl.in_parallel(lambda k: train_one(args, wave[k], k, dest, txt, work), len(wave))
+        load_after = bl.uptime_line()
 
-    def ev(s: str, k: int) -> None:
-        w = work / s
-        meta = json.loads((w / "train.json").read_text())
-        meta.setdefault("load_before", load_before)
-        meta.setdefault("load_after", load_after)
-        meta.setdefault("beside", ", ".join(x for x in args.systems if x != s))
-        (w / "train.json").write_text(json.dumps(meta, indent=2) + "\n")
-        eval_one(args, s, k, txt, work)
+        def ev(run: str, k: int) -> None:
+            w = work / run
+            meta = json.loads((w / "train.json").read_text())
+            meta.setdefault("load_before", load_before)
+            meta.setdefault("load_after", load_after)
+            meta.setdefault("beside", ", ".join(x for x in wave if x != run))
+            meta.setdefault("host", bl.this_host(args.peers))
+            (w / "train.json").write_text(json.dumps(meta, indent=2) + "\n")
+            eval_one(args, run, k, txt, work)
 
-    bl.in_parallel(lambda k: ev(args.systems[k], k), len(args.systems))
+        bl.in_parallel(lambda k: ev(wave[k], k), len(wave))
 
 
 if __name__ == "__main__":

@@ -133,7 +133,41 @@ def flops_line(dest: Path, txt: Path, marian_out: Path) -> str:
             "Its decoder runs two GRU transitions per step where rnnsearch runs one, but the output layer dominates both.")
 
 
-def main() -> None:
+def pre_check(arch: str, dest: Path) -> str:
+    """nmtkit's and OpenNMT-py's parameter counts of ``arch``'s shape from the layer layout, before
+    anything runs (bench/peers.py): the OpenNMT-py config must be the same model within 1 %."""
+    import peers
+    from flops import arch_config
+
+    meta = json.loads((dest / "meta.json").read_text())
+    vs, vt = meta["dict_sizes"]["en"], meta["dict_sizes"]["de"]
+    _, cfg = arch_config(arch)
+    if cfg.get("encoder_bidirectional") or cfg.get("attention") != "global":
+        raise peers.CheckFailed(f"--peer opennmt times luong presets with a unidirectional encoder and global attention; {arch} is not one")
+    onmt = peers.onmt_rnn_params(vs, vt, cfg["embed_dim"], cfg["hidden_size"], cfg["layers"], brnn=False,
+                                 input_feed=cfg["input_feeding"])
+    return peers.check_shape(peers.nmtkit_params(arch, vs, vt), onmt, "same", f"{arch} against OpenNMT-py (layer layout)")
+
+
+def flop_fields(arch: str, amp: str, dest: Path, txt: Path, tok_s: float, peer_tok_s: float | None, peer: str, marian_out: Path) -> dict:
+    """FLOPs per target token of ``arch`` on this data, nmtkit's achieved GFLOP/s and its share of
+    the host's probed peak (bench/host.py); the peer's too (the same model for OpenNMT-py)."""
+    import flops
+
+    st = flops.data_stats(txt / "train.en", txt / "train.de")
+    v = json.loads((dest / "meta.json").read_text())["dict_sizes"]["de"]
+    model, cfg = flops.arch_config(arch)
+    peak = bl.this_host().get("peak_gflops")
+    out = flops.speed_fields(tok_s, flops.model_macs(model, cfg, v, st["s"], st["r"], st["t"]), peak, amp)
+    if peer_tok_s:
+        macs = flops.model_macs(model, cfg, v, st["s"], st["r"], st["t"]) if peer == "opennmt" else \
+            flops.marian_s2s_macs(256, 256, v, st["s"], st["r"])
+        theirs = flops.speed_fields(peer_tok_s, macs, peak, "none")
+        out.update({f"peer_{k}": val for k, val in theirs.items() if k in ("achieved_gflops", "share_of_peak", "flops_per_tok")})
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
     ap.add_argument("--arch", default="luong_small", help="nmtkit preset (default: %(default)s)")
@@ -150,7 +184,7 @@ def main() -> None:
     ap.add_argument("--peer", choices=["opennmt", "marian", "none"], default="opennmt", help="the toolkit timed against nmtkit: "
                     "OpenNMT-py with the same model (luong_*), Marian s2s with GRU cells (against rnnsearch_small), or none (default: %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="no training: summarize (and --record) the last run's logs again")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     work = Path(args.work)
     bl.check_outside_repo(work)
@@ -201,6 +235,8 @@ def main() -> None:
         jobs.append({"cmd": ocmd, "log": logs / "onmt_train.log", "env": {**env, **bl.ONMT_ENV}})
         cmds += [f"# {yaml}:", *("#   " + l for l in yaml.read_text().splitlines() if not l.startswith("#")),
                  shlex.join(map(str, vcmd)), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 " + prefix + shlex.join(map(str, ocmd))]
+    if args.peer == "opennmt" and not args.report_only:
+        print(pre_check(args.arch, dest))  # refuses a config that is not nmtkit's shape, before any training
     saved = w / "runs.json"
     if args.report_only:
         runs = [bl.Run.from_json(d) for d in json.loads(saved.read_text())]
@@ -214,6 +250,19 @@ def main() -> None:
         orun = runs[1]
         log_text = (logs / f"{args.peer.replace('opennmt', 'onmt')}_train.log").read_text(encoding="utf-8", errors="replace")
         ost = onmt_loop_stats(log_text) if args.peer == "opennmt" else marian_loop_stats(log_text, w / "marian" / "model.npz")
+    shape_line = ""
+    if ost and args.peer == "opennmt" and nst["params"] and ost["params"]:
+        import peers
+
+        shape_line = peers.check_shape(nst["params"], ost["params"], "same", f"{args.arch} against OpenNMT-py (from their logs)")
+    corpus_tok = sum(batch_tokens) / sum(1 for _ in open(txt / "train.de", encoding="utf-8"))
+    dropped = None
+    if ost and args.peer == "opennmt" and not max_tokens:
+        import peers
+
+        dropped = peers.onmt_dropped_share(ost["loop_tokens"] / ost["measured_updates"], corpus_tok, args.batch_size)
+    share = flop_fields(args.arch, args.amp, dest, txt, nst["steady_tok_s"], ost["steady_tok_s"] if ost else None,
+                        args.peer, w / "marian")
     meta_path = w / "run_meta.json"  # what --report-only needs to describe the run as it happened
     if not args.report_only:
         meta = {"load_before": load_before, "load_after": bl.uptime_line(), "software": software_at_start}
@@ -252,6 +301,16 @@ def main() -> None:
     if args.peer == "marian":
         body += ("Marian's target tokens are its labels (including </s>), from its own report lines; its steady state "
                  "starts after its first 50-update window. " + flops_line(dest, txt, w / "marian") + "\n")
+    body += (f"\nArithmetic: {share['flops_per_tok'] / 1e6:.1f} MFLOP per target token (training, bench/flops.py), "
+             f"nmtkit {share['achieved_gflops']:.1f} GFLOP/s"
+             + (f" = {share['share_of_peak']:.0%} of this host's probed {share['peak_precision']} peak ({share['peak_gflops']:.1f} GFLOP/s, "
+                "one thread, `python -m bench probe`)" if "share_of_peak" in share else " (host not probed: no share of peak)")
+             + (f"; the peer {share['peer_achieved_gflops']:.1f} GFLOP/s" if "peer_achieved_gflops" in share else "") + ".\n")
+    if shape_line:
+        body += f"Parameters: {shape_line}.\n"
+    if dropped is not None:
+        body += (f"OpenNMT-py's batches carried {dropped:.1%} fewer target tokens than the corpus's mean pair times the batch size "
+                 "(the pairs its batcher skipped, mostly long ones; nmtkit's batches carry every pair).\n")
     if args.peer == "opennmt":
         body += (
             f"Target tokens counted in the loop: nmtkit {nst['loop_tokens']:,} (exact, batches rebuilt from the seed), "
@@ -270,7 +329,11 @@ def main() -> None:
         rec = {"system": system, "amp": args.amp, "nmtkit": round(nst["steady_tok_s"], 1), "arch": args.arch, "threads": args.threads, "batch": f"{max_tokens} tokens" if max_tokens else f"{args.batch_size} sentences",
                "updates": nst["measured_updates"], "side_by_side": args.parallel,
                "nmtkit_tok_s": round(nst["steady_tok_s"], 1), "nmtkit_loop_tok_s": round(nst["loop_tok_s"], 1),
-               "nmtkit_peak_rss_mb": round(nrun.maxrss_mb), "measure": "target tokens/s after update 50 (steady state)"}
+               "nmtkit_peak_rss_mb": round(nrun.maxrss_mb), "measure": "target tokens/s after update 50 (steady state)",
+               **{k: v for k, v in share.items() if not k.startswith("peer_")},
+               **({"peer_share_of_peak": share["peer_share_of_peak"]} if "peer_share_of_peak" in share else {}),
+               **({"nmtkit_params": nst["params"], "peer_params": ost["params"]} if ost else {}),
+               **({"peer_dropped_token_share": round(dropped, 4)} if dropped is not None else {})}
         if ost and args.peer == "marian":
             rec.update(peer="Marian 1.12 s2s (GRU)", peer_value=round(ost["steady_tok_s"], 1),
                        ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1),

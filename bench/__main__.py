@@ -1,0 +1,157 @@
+"""One entry for every benchmark: ``python -m bench run SUITE [--record] [options]``.
+
+Each suite measures nmtkit and its peers on this host in one invocation (side by side or back to
+back as the suite requires), by running the suite's scripts in order with the common options
+(``--work``, ``--data``, ``--peers``, ``--record``) and, after ``--``, options for every step.
+``--record`` is refused at once on a tree that is not a commit (benchlib.uncommitted_changes), and
+on a host that has not been probed (``python -m bench probe``: every speed record gives its share of
+the host's peak).
+
+    python -m bench probe                          # once per host: fingerprint + one-thread peaks
+    python -m bench run train-speed --record       # and preprocess, quality-per-hour, translate-speed,
+                                                   #     score-memory, aer, gpu
+    python -m bench run train-speed --smoke        # tiny settings: checks the pipeline, records nothing
+    python -m bench plan SUITE                     # the steps a suite runs, without running them
+    python -m bench report                         # regenerate bench/RESULTS.md from the records
+    python -m bench records [--fix]                # check results.jsonl: repeated runs, hand-written lines
+    python -m bench peers                          # each peer's set-up and where it comes from
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:  # the scripts import each other as top-level modules (benchlib, flops, ...)
+    sys.path.insert(0, str(HERE))
+
+#: suite -> steps: (module, argv); "{work}" is the suite's work folder.  The defaults reproduce
+#: every headline of the suite; ``SMOKE`` adds tiny settings per module.
+SUITES: dict[str, dict] = {
+    "preprocess": {"work": "/root/nmtkit-bench", "steps": [("preprocess", [])]},
+    "train-speed": {"work": "/root/nmtkit-bench", "needs": "preprocess", "steps": [
+        ("train_speed", ["--peer", "opennmt", "--arch", "luong_small", "--amp", "none", "--threads", "1"]),
+        ("train_speed", ["--peer", "opennmt", "--arch", "luong_small", "--amp", "bf16", "--threads", "1"]),
+        ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "none", "--threads", "1", "--max-update", "250"]),
+        ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "bf16", "--threads", "1", "--max-update", "250"]),
+    ]},
+    "quality-per-hour": {"work": "/root/qph", "steps": [
+        ("quality_per_hour", ["--systems", "nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "--seeds", "1", "2",
+                              "--hours", "1"]),
+        ("quality_per_hour", ["--phase", "report"]),
+    ]},
+    "translate-speed": {"work": "/root/qph", "needs": "quality-per-hour", "steps": [
+        ("shortlist_valid", []),
+        ("translate_speed", ["--threads", "1", "--repeat", "3"]),
+    ]},
+    "score-memory": {"steps": [("score_memory", [])]},
+    "aer": {"work": "/root/aer", "steps": [("aer_hansards", [])]},
+    "gpu": {"steps": [("gpu_speed", ["measure"])]},
+}
+
+#: Tiny settings per module for ``--smoke`` (a pipeline check in seconds to minutes, nothing recorded).
+SMOKE = {
+    "train_speed": ["--max-update", "110"],  # two log windows of 50 updates: the steady-state rate needs both
+    "quality_per_hour": ["--hours", "0.01", "--seeds", "1"],
+    "translate_speed": ["--repeat", "1"],
+    "score_memory": ["--lines", "2000"],
+    "preprocess": ["--bpe-merges", "500"],
+}
+
+#: Modules whose argument parser has no --work/--data/--peers (benchlib.add_common_args).
+NO_COMMON = {"score_memory", "gemm_speed", "gpu_speed"}
+
+
+def plan(suite: str, work: str | None, common: list[str], extra: list[str], smoke: bool) -> list[tuple[str, list[str]]]:
+    """The steps of ``suite`` as (module, argv)."""
+    spec = SUITES[suite]
+    out = []
+    for module, argv in spec["steps"]:
+        args = list(argv)
+        if module not in NO_COMMON:
+            args += ["--work", work or spec.get("work", "/root/nmtkit-bench"), *common]
+        elif "--record" in common:
+            args += ["--record"]
+        if smoke:
+            args += SMOKE.get(module, [])
+        out.append((module, args + extra))
+    return out
+
+
+def run_step(module: str, argv: list[str]) -> None:
+    print(f"\n=== python -m bench: {module} {' '.join(argv)}", flush=True)
+    mod = importlib.import_module(module)
+    old = sys.argv
+    sys.argv = [f"python -m bench ({module})", *argv]
+    try:
+        mod.main()
+    finally:
+        sys.argv = old
+
+
+def refuse_record(smoke: bool) -> None:
+    """--record: a committed tree and a probed host, checked before anything runs."""
+    import benchlib as bl
+    import host
+
+    if smoke:
+        raise SystemExit("--smoke runs tiny settings: it never records")
+    changed = bl.uncommitted_changes()
+    if changed:
+        raise SystemExit(f"--record needs a committed tree; uncommitted: {', '.join(changed)}")
+    fp = host.fingerprint()
+    if not host.cached_peak(fp["id"]):
+        raise SystemExit(f"--record: this host ({fp['label']}, id {fp['id']}) has no probe in bench/hosts.jsonl; "
+                         "run `python -m bench probe` first (and commit hosts.jsonl with the records)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        extra = argv[argv.index("--") + 1:]
+        argv = argv[: argv.index("--")]
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "plan"):
+        p = sub.add_parser(name, help="run a suite" if name == "run" else "print a suite's steps")
+        p.add_argument("suite", choices=sorted(SUITES))
+        p.add_argument("--record", action="store_true", help="append the records (committed tree and probed host only)")
+        p.add_argument("--work", help="work folder (default: the suite's)")
+        p.add_argument("--data", help="folder holding multi30k/ (default: $NMTKIT_DATA or ../shared/data)")
+        p.add_argument("--peers", help="peer venvs (default: $NMTKIT_PEERS or ~/nmt-peers)")
+        p.add_argument("--smoke", action="store_true", help="tiny settings: a pipeline check, never recorded")
+    for name, help_ in (("probe", "fingerprint this host and measure its one-thread peaks (writes bench/hosts.jsonl)"),
+                        ("report", "regenerate bench/RESULTS.md"), ("records", "check (or --fix) bench/results.jsonl"),
+                        ("peers", "the peers' set-ups and their sources")):
+        sub.add_parser(name, help=help_, add_help=False)
+    args, rest = ap.parse_known_args(argv)
+    if args.cmd in ("probe", "report", "records"):
+        module = {"probe": "host"}.get(args.cmd, args.cmd)
+        importlib.import_module(module).main(rest + extra)
+        return
+    if args.cmd == "peers":
+        import peers
+
+        for suite in sorted({s.suite for s in peers.SETUPS}):
+            print(f"{suite}:\n" + "\n".join(peers.report_lines(suite)) + "\n")
+        return
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)} (options for every step go after --)")
+    common = [*(["--data", args.data] if args.data else []), *(["--peers", args.peers] if args.peers else []),
+              *(["--record"] if args.record else [])]
+    steps = plan(args.suite, args.work, common, extra, args.smoke)
+    if args.cmd == "plan":
+        for module, a in steps:
+            print(f"python bench/{module}.py {' '.join(a)}")
+        return
+    if args.record:
+        refuse_record(args.smoke)
+    for module, a in steps:
+        run_step(module, a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""The peers as their authors would set them up, written down with the source, and checked before a run.
+
+Every comparison states, per peer, what the peer's own documentation or examples recommend, and
+the script checks before it spends any time:
+
+* **same shape** (``check_shape``): where a peer claims nmtkit's model shape, the two parameter
+  counts (nmtkit's from building the model; the peer's from its documented layer layout, or, after
+  training, from its own log or checkpoint) agree within 1 %; a peer that cannot build the shape
+  is declared ``"closest"`` and the report gives both counts and both models' FLOPs per token;
+* **same decoding** (``check_decoding``): every decoder uses beam 5, the score divided by the
+  hypothesis length (length normalisation with exponent 1: nmtkit ``--lenpen 1``, fairseq
+  ``--lenpen 1``, OpenNMT-py ``-length_penalty avg -alpha 1``, Marian ``--normalize 1``; Marian's
+  default is 0, no normalisation, which is what the earlier translation records used) and a
+  length bound of 1.5 x the source length (+10 where the toolkit has an additive term);
+* **flags exist** (``check_flags``): every flag of a setup appears in the installed peer's
+  ``--help`` (an option renamed between versions fails here, not an hour into training);
+* **the same data** (``onmt_dropped_share``): OpenNMT-py 3.5.1's batcher skips a pair whose
+  source is already in the batch being built; with its bucket of 262,144 (> the corpus) that drops
+  13-19 % of the pairs of an epoch, mostly long ones. The share is measured from its own log and
+  reported beside every OpenNMT-py figure.
+* **the same budget**: each toolkit's own weight averaging and schedule (nmtkit ``--ema-decay``,
+  fairseq ``--store-ema --ema-decay``, Marian ``--exponential-smoothing``, OpenNMT-py
+  ``-average_decay``), the same wall time, the same choice of checkpoint on valid for all.
+"""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+from typing import Optional, Sequence
+
+#: Length normalisation, beam and length bound every decoder uses (module docstring).
+BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B = 5, 1.0, 1.5, 10
+
+#: Each toolkit's decoder flags for the settings above.
+DECODE_FLAGS = {
+    "nmtkit": ["--beam", BEAM, "--lenpen", LENPEN, "--lenpen-form", "fairseq", "--max-len-a", MAX_LEN_A, "--max-len-b", MAX_LEN_B],
+    "fairseq": ["--beam", BEAM, "--lenpen", LENPEN, "--max-len-a", MAX_LEN_A, "--max-len-b", MAX_LEN_B],
+    "opennmt": ["-beam_size", BEAM, "-length_penalty", "avg", "-alpha", LENPEN, "-max_length_ratio", MAX_LEN_A],
+    "marian": ["--beam-size", BEAM, "--normalize", LENPEN, "--max-length-factor", MAX_LEN_A],
+}
+
+#: What each decoder's flags mean, for the check and the report: (beam, normalisation exponent, length factor).
+DECODE_MEANING = {
+    "nmtkit": ("--beam", "--lenpen", "--max-len-a"),
+    "fairseq": ("--beam", "--lenpen", "--max-len-a"),
+    "opennmt": ("-beam_size", "-alpha", "-max_length_ratio"),
+    "marian": ("--beam-size", "--normalize", "--max-length-factor"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """One peer's set-up for one suite, with where its settings come from."""
+
+    peer: str
+    suite: str
+    shape: str  # "same" (checked within 1 %) or "closest" (counts and FLOPs reported)
+    summary: str
+    source: str  # the peer's own documentation or examples the settings follow
+    averaging: str  # the toolkit's own weight averaging
+    schedule: str
+
+
+SETUPS = [
+    Setup("opennmt", "train-speed", "same",
+          "encoder_type rnn (unidirectional), 2 x LSTM 256, word_vec_size 256, global_attention general, input_feed 1, "
+          "dropout 0.2, Adam 1e-3, max_grad_norm 5, batch 64 sentences, normalization tokens, param_init 0.1",
+          "OpenNMT-py 3.5.1 docs, 'Options: train' (opts.py: encoder_type rnn/brnn, global_attention, input_feed) and "
+          "docs/source/FAQ 'How do I use the RNN models?'; luong_small's shape, 7.49 M parameters both",
+          "none (a speed run)", "constant"),
+    Setup("marian", "train-speed", "closest",
+          "--type s2s --enc-type bidirectional --enc-cell gru --dec-cell gru --dim-emb 256 --dim-rnn 256 against rnnsearch_small",
+          "marian-nmt.github.io/docs 'Command-line options' and examples/training-basics (Nematus-style s2s); "
+          "its conditional GRU decoder has two transitions per step, so the shapes cannot match: FLOPs per token reported",
+          "none (a speed run)", "constant"),
+    Setup("opennmt", "quality-per-hour", "closest",
+          "encoder_type brnn, enc_layers/dec_layers 2, hidden_size 256 (128 per direction: OpenNMT-py splits one "
+          "hidden_size over the directions and its attention needs annotations of the decoder's size, so nmtkit's 256 "
+          "per direction in front of a 256-unit decoder cannot be built), bridge, share_embeddings and "
+          "share_decoder_embeddings, dropout 0.3, Adam 2e-3, label_smoothing 0.1, average_decay 1e-4",
+          "OpenNMT-py 3.5.1 docs 'Options: train' (average_decay: 'e.g. 1e-4'), FAQ 'share_embeddings' "
+          "(needs a shared vocabulary: share_vocab)", "-average_decay 1e-4 (exponential moving average)",
+          "constant lr (OpenNMT-py's decay starts only with -start_decay_steps, not documented for RNNs)"),
+    Setup("fairseq", "quality-per-hour", "closest",
+          "--arch lstm, --encoder-bidirectional, 2 layers, 256 per direction, 2 x 256 decoder, "
+          "--share-all-embeddings, dropout 0.3, Adam 2e-3 reduce_lr_on_plateau, label smoothing 0.1, "
+          "--store-ema --ema-decay 0.999 (fairseq's encoder_hidden_proj/encoder_cell_proj are one 512 -> 256 map "
+          "shared by the layers where nmtkit's bridge maps all layers at once: 0.79 M fewer parameters)",
+          "fairseq 0.12.2 docs 'Command-line Tools' (fairseq-train: --store-ema, --ema-decay) and "
+          "fairseq/models/lstm.py's lstm_wiseman_iwslt_de_en (the recurrent recipe of the IWSLT example)",
+          "--store-ema --ema-decay 0.999", "reduce_lr_on_plateau, --lr-shrink 0.5"),
+    Setup("marian", "quality-per-hour", "closest",
+          "--type s2s (biGRU, conditional GRU), --dim-emb 256 --dim-rnn 256, --tied-embeddings-all, "
+          "--layer-normalization, --dropout-rnn 0.2 --dropout-src 0.1 --dropout-trg 0.1, --label-smoothing 0.1, "
+          "--exponential-smoothing, Adam 1e-3",
+          "marian-nmt/marian-examples training-basics and wmt2017-uedin (Nematus-style s2s recipe)",
+          "--exponential-smoothing (1e-4)", "constant lr (the examples' recurrent recipe)"),
+]
+
+
+def setup(peer: str, suite: str) -> Setup:
+    for s in SETUPS:
+        if s.peer == peer and s.suite == suite:
+            return s
+    raise KeyError((peer, suite))
+
+
+# -- parameter counts ----------------------------------------------------------------------------
+def _lstm(inp: int, h: int, biases: int = 2) -> int:
+    return 4 * h * (inp + h) + biases * 4 * h
+
+
+def _gru(inp: int, h: int, biases: int = 2) -> int:
+    return 3 * h * (inp + h) + biases * 3 * h
+
+
+def onmt_rnn_params(v_src: int, v_tgt: int, emb: int, hidden: int, layers: int, brnn: bool, input_feed: bool = True,
+                    bridge: bool = False, share_embeddings: bool = False, share_decoder_embeddings: bool = False) -> int:
+    """OpenNMT-py 3.5.1 RNN encoder-decoder with LSTMs and 'general' global attention: nn.LSTM
+    encoder (``hidden // 2`` per direction with brnn), StackedLSTM of LSTMCells in the decoder,
+    GlobalAttention ``linear_in`` (h x h) and ``linear_out`` (2h -> h, no bias), the generator
+    (h -> V with bias), the bridge (one ``layers*h`` square Linear with bias for h and for c).
+    Checked against the 2.40 M parameters OpenNMT-py printed for shared/peers' smoke model."""
+    u = hidden // 2 if brnn else hidden
+    dirs = 2 if brnn else 1
+    enc = sum(dirs * _lstm(emb if k == 0 else u * dirs, u) for k in range(layers))
+    dec = sum(_lstm((emb + (hidden if input_feed else 0)) if k == 0 else hidden, hidden) for k in range(layers))
+    att = hidden * hidden + 2 * hidden * hidden
+    gen = hidden * v_tgt + v_tgt
+    total_h = layers * hidden
+    br = 2 * (total_h * total_h + total_h) if bridge else 0
+    embs = v_src * emb + v_tgt * emb
+    if share_embeddings:
+        embs = v_tgt * emb
+    if share_decoder_embeddings:
+        gen -= hidden * v_tgt  # the generator's weight is the target embedding (emb == hidden)
+    return embs + enc + dec + att + gen + br
+
+
+def fairseq_lstm_params(v: int, emb: int, enc_hidden: int, dec_hidden: int, layers: int, bidirectional: bool,
+                        out_embed: int, share_all: bool = True) -> int:
+    """fairseq 0.12.2 ``lstm``: nn.LSTM encoder, LSTMCell decoder with input feeding, AttentionLayer
+    (input_proj h x src, output_proj (h + src) -> h, no biases), encoder_hidden_proj and
+    encoder_cell_proj (src -> h with bias) when the encoder's output size differs from the decoder's,
+    additional_fc when h != out_embed, the output projection (tied with share_all)."""
+    dirs = 2 if bidirectional else 1
+    src = enc_hidden * dirs
+    enc = sum(dirs * _lstm(emb if k == 0 else src, enc_hidden) for k in range(layers))
+    dec = sum(_lstm((emb + dec_hidden) if k == 0 else dec_hidden, dec_hidden) for k in range(layers))
+    proj = 2 * (src * dec_hidden + dec_hidden) if src != dec_hidden else 0
+    att = dec_hidden * src + (dec_hidden + src) * dec_hidden
+    fc = (dec_hidden * out_embed + out_embed) if dec_hidden != out_embed else 0
+    out = 0 if share_all else out_embed * v
+    embs = v * emb if share_all else 2 * v * emb
+    return embs + enc + dec + proj + att + fc + out
+
+
+def nmtkit_params(arch: str, src_vocab: int, tgt_vocab: int, **overrides: object) -> int:
+    """nmtkit's exact parameter count: the model built from the preset and overrides."""
+    import torch
+
+    from nmtkit.data.dictionary import Dictionary
+    from nmtkit.models import registry
+
+    def fake(n: int) -> Dictionary:
+        d = Dictionary()
+        while len(d) < n:
+            d.add(f"w{len(d)}")
+        return d
+
+    model_name, cfg = registry.resolve_config(arch, overrides)
+    with torch.device("meta"):
+        model = registry.build_model(model_name, cfg, fake(src_vocab), fake(tgt_vocab))
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+class CheckFailed(SystemExit):
+    """A set-up check failed: the run is refused before anything is measured."""
+
+
+def check_shape(nmtkit: int, peer: int, shape: str, what: str, tol: float = 0.01) -> str:
+    """A line for the report; raises for a "same" shape whose counts differ by more than ``tol``."""
+    diff = abs(peer - nmtkit) / nmtkit
+    line = f"{what}: nmtkit {nmtkit:,} parameters, peer {peer:,} ({peer / nmtkit - 1:+.1%})"
+    if shape == "same" and diff > tol:
+        raise CheckFailed(f"{line}: not the same shape (more than {tol:.0%} apart); fix the peer's config")
+    return line + (" (same shape)" if shape == "same" else " (closest shape the peer can build)")
+
+
+def check_decoding(commands: dict[str, Sequence[object]]) -> None:
+    """Every decoder command (toolkit -> argv) carries the same beam, length normalisation and
+    length factor (module docstring)."""
+    want = (str(BEAM), LENPEN, MAX_LEN_A)
+    for tk, argv in commands.items():
+        argv = [str(a) for a in argv]
+        got = []
+        for flag in DECODE_MEANING[tk]:
+            if flag not in argv:
+                raise CheckFailed(f"{tk}: the decoder command lacks {flag} (every decoder: beam {BEAM}, "
+                                  f"length normalisation {LENPEN}, max length {MAX_LEN_A} x source)")
+            got.append(argv[argv.index(flag) + 1])
+        if (got[0], float(got[1]), float(got[2])) != want:
+            raise CheckFailed(f"{tk}: decodes with {dict(zip(DECODE_MEANING[tk], got))}; every decoder must use "
+                              f"beam {BEAM}, length normalisation {LENPEN}, max length {MAX_LEN_A} x source")
+
+
+def check_flags(tool: Path, argv: Sequence[object], help_args: Sequence[str] = ("--help",), help_text: Optional[str] = None) -> None:
+    """Every ``-flag`` of ``argv`` appears in ``tool --help`` (``help_text`` for tests)."""
+    if help_text is None:
+        r = subprocess.run([str(tool), *help_args], capture_output=True, text=True, timeout=300)
+        help_text = r.stdout + r.stderr
+    missing = [str(a) for a in argv if isinstance(a, str) and a.startswith("-") and len(a) > 1 and not a[1:2].isdigit()
+               and str(a).split("=")[0] not in help_text]
+    if missing:
+        raise CheckFailed(f"{tool}: {', '.join(missing)} not in its --help (renamed or missing in this version)")
+
+
+def onmt_dropped_share(onmt_tokens_per_batch: float, corpus_tokens_per_pair: float, batch_size: int) -> float:
+    """The share of target tokens OpenNMT-py's sentence batches lack against the corpus's: the
+    pairs its batcher skipped (mostly long ones) from its own log's mean target tokens per batch."""
+    return 1 - onmt_tokens_per_batch / (corpus_tokens_per_pair * batch_size)
+
+
+def report_lines(suite: str) -> list[str]:
+    """The set-ups of a suite as report lines (what each peer runs, and why)."""
+    return [f"- {s.peer} ({s.shape} shape): {s.summary}. Source: {s.source}. Averaging: {s.averaging}; schedule: {s.schedule}."
+            for s in SETUPS if s.suite == suite]

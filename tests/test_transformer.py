@@ -321,3 +321,30 @@ def test_bf16_and_int8_stay_within_their_tolerances_of_float32(data_dir, tmp_pat
     int8 = _teacher_forced_log_probs(quantize_model(model))
     assert (int8 - ref).abs().max() < 0.15
     assert (int8.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.95
+
+
+@pytest.mark.parametrize("arch", ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"])
+def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(arch: str) -> None:
+    """encoder_self_attention: the encoder's input is [x_i; sum_j softmax(x_i.x_j) x_j]; the model
+    contract (incremental = teacher-forced, padding invariance) still holds."""
+    from nmtkit.models.encoders import soft_match
+
+    torch.manual_seed(0)
+    name, cfg = resolve_config(arch, {"encoder_self_attention": True, "source_reversal": True})
+    d = make_dict(36)
+    model = build_model(name, cfg, d, d).eval()
+    assert model.encoder.rnn.input_size == 2 * cfg.embed_dim
+    src, lengths, prev, _ = batch()
+    with torch.no_grad():
+        logits, _ = model(src, lengths, prev)
+        steps = []
+        enc = model.encode(src, lengths)
+        state = model.init_decoder_state(enc)
+        for t in range(prev.size(1)):
+            lp, _, state = model.decode_step(prev[:, t], state, enc)
+            steps.append(lp)
+    torch.testing.assert_close(torch.log_softmax(logits, -1), torch.stack(steps, 1), atol=1e-5, rtol=1e-5)
+    x = torch.randn(2, 4, 3)
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    want = torch.stack([torch.softmax(x[1, :2] @ x[1, i], 0) @ x[1, :2] for i in range(4)])
+    torch.testing.assert_close(soft_match(x, mask)[1], want)

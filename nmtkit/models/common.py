@@ -61,6 +61,9 @@ class BaseConfig:
                                                     "(Press & Wolf 2017).")
     share_all_embeddings: bool = option(False, "One embedding matrix for source, target and output "
                                         "(joined dictionary).")
+    encoder_self_attention: bool = option(False, "Feed the encoder each position's soft match over its sentence, "
+                                          "sum_j softmax(x_i.x_j) x_j, beside its embedding (the lecture's "
+                                          "self-attention slide).")
 
     def validate(self) -> None:
         """Raise :class:`NmtkitError` naming the first contradictory or out-of-range option

@@ -57,19 +57,22 @@ class RNNEncoder(nn.Module):
         dropout: float = 0.0,
         reverse_source: bool = False,
         layer_dropout: Optional[float] = None,
+        soft_match: bool = False,
     ) -> None:
         """``dropout`` applies to the embeddings, ``layer_dropout`` (default: ``dropout``)
-        between stacked layers."""
+        between stacked layers; ``soft_match``: each position also reads :func:`soft_match`
+        of the embedded sentence beside its own embedding."""
         super().__init__()
         if cell not in ("lstm", "gru"):
             raise ValueError(f"cell must be lstm or gru, got {cell!r}")
         self.cell = cell
         self.reverse_source = reverse_source
+        self.soft_match = soft_match
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.dropout = nn.Dropout(dropout)
         rnn_cls = nn.LSTM if cell == "lstm" else nn.GRU
         self.rnn = rnn_cls(
-            embed_dim,
+            2 * embed_dim if soft_match else embed_dim,
             hidden_size,
             num_layers=layers,
             batch_first=True,
@@ -83,6 +86,8 @@ class RNNEncoder(nn.Module):
         if index is not None:
             src_tokens = src_tokens.gather(1, index)
         x = self.dropout(self.embed(src_tokens))
+        if self.soft_match:
+            x = torch.cat([x, soft_match(x, torch.arange(width, device=x.device)[None, :] < src_lengths.to(x.device)[:, None])], -1)
         if type(self.rnn) in RNN_PRODUCTS or (type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, self.rnn.weight_ih_l0)):
             outputs, h_n, c_n = masked_rnn(self.rnn, x, src_lengths)
         else:
@@ -93,6 +98,15 @@ class RNNEncoder(nn.Module):
         if index is not None:
             outputs = outputs.gather(1, index.unsqueeze(-1).expand_as(outputs))
         return RNNEncoding(outputs=outputs, h_n=h_n, c_n=c_n)
+
+
+def soft_match(x: Tensor, mask: Tensor) -> Tensor:
+    """The lecture's self-attention ("Extensions of Attention"): each position's soft match over
+    its sentence, ``x~_i = sum_j softmax_j(x_i . x_j) x_j``, over the real positions (``mask``
+    ``[B, S]``, True there), unscaled as on the slide.  ``x`` ``[B, S, E]`` -> ``[B, S, E]``; the
+    order of the positions does not matter (source reversal leaves it the same)."""
+    scores = torch.bmm(x, x.transpose(1, 2)).masked_fill(~mask[:, None, :], float("-inf"))
+    return torch.bmm(torch.softmax(scores.float(), dim=-1).to(x.dtype), x)
 
 
 #: The two products of one layer and direction of a recurrent module: (input product over all

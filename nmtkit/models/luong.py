@@ -141,7 +141,7 @@ class LuongModel(Seq2SeqModel):
         self.encoder = RNNEncoder(
             len(src_dict), cfg.embed_dim, cfg.encoder_units(), cfg.layers, cell="lstm",
             bidirectional=self.bidirectional, dropout=cfg.dropout_rate("embed"),
-            reverse_source=cfg.source_reversal, layer_dropout=cfg.dropout_rate("hidden"),
+            reverse_source=cfg.source_reversal, layer_dropout=cfg.dropout_rate("hidden"), soft_match=cfg.encoder_self_attention,
         )
         if self.bidirectional:
             self.bridge_h = Linear(cfg.layers * annotation, cfg.layers * h)

@@ -84,7 +84,7 @@ class RNNEncDecModel(Seq2SeqModel):
         self.encoder = RNNEncoder(
             len(src_dict), cfg.embed_dim, h, cfg.layers, cell=cfg.cell,
             dropout=cfg.dropout_rate("embed"), reverse_source=cfg.source_reversal,
-            layer_dropout=cfg.dropout_rate("hidden"),
+            layer_dropout=cfg.dropout_rate("hidden"), soft_match=cfg.encoder_self_attention,
         )
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         rnn_cls = nn.LSTM if self.is_lstm else nn.GRU

@@ -78,7 +78,7 @@ class RNNSearchModel(Seq2SeqModel):
         self.encoder = RNNEncoder(
             len(src_dict), cfg.embed_dim, h, cfg.layers, cell="gru", bidirectional=True,
             dropout=cfg.dropout_rate("embed"), reverse_source=cfg.source_reversal,
-            layer_dropout=cfg.dropout_rate("hidden"),
+            layer_dropout=cfg.dropout_rate("hidden"), soft_match=cfg.encoder_self_attention,
         )
         self.W_s = Linear(h, cfg.layers * h)
         self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)

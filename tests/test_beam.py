@@ -149,8 +149,8 @@ def test_max_len_forces_eos_per_sentence():
     assert [h.tokens for h in out[0]] == [[4] * 3]  # 1.0 * 2 + 1
     assert [h.tokens for h in out[1]] == [[4] * 5]  # 1.0 * 4 + 1
     assert out[1][0].positional_scores.tolist() == pytest.approx([L(0.9)] * 5 + [L(0.1)], abs=1e-6)
-    (zero,) = run(m, beam=1, max_len_b=0, min_len=3)[0]  # the maximum wins over the minimum
-    assert zero.tokens == []
+    (capped,) = run(m, srcs=[()], beam=1, max_len_a=1.0, max_len_b=1, min_len=2)[0]  # an empty source's bound
+    assert capped.tokens == [4]  # (1) wins over the minimum
 
 
 def test_never_emits_pad_or_bos_and_unk_penalty():

@@ -222,3 +222,32 @@ def test_a_split_leading_out_of_the_data_directory_is_refused_by_every_reader(da
         res = CliRunner().invoke(score if cmd == "score" else align, [*common, "--split", "../evil"])
     assert res.exit_code == 1, res.output
     assert error_line(res.output).startswith(f"nmtkit-{cmd}: error: {meta_path}: field 'splits' has a key")
+
+
+# -- 3. silent or misleading answers --------------------------------------------------------------
+LENGTH_COMBINATIONS = [
+    (["--max-len-a", "0", "--max-len-b", "0"], "--max-len-a 0 --max-len-b 0 allow no output token for a one-token "
+                                               "source (int(0 * 1 + 0) = 0): its translation would be empty; raise --max-len-b"),
+    (["--max-len-a", "0.5", "--max-len-b", "0"], "--max-len-a 0.5 --max-len-b 0 allow no output token"),
+    (["--max-len-a", "0", "--max-len-b", "3", "--min-len", "4"],
+     "--min-len 4 is above the output bound of a one-token source (int(0 * 1 + 3) = 3, from --max-len-a and "
+     "--max-len-b): such translations would be cut at the bound; lower --min-len or raise --max-len-b"),
+    (["--min-len", "12"], "--min-len 12 is above the output bound of a one-token source (int(1.5 * 1 + 10) = 11"),
+]
+
+
+@pytest.mark.parametrize("args,message", LENGTH_COMBINATIONS, ids=[" ".join(a) for a, _ in LENGTH_COMBINATIONS])
+def test_lengths_that_leave_no_room_are_a_usage_error(random_ckpt, args, message):
+    from nmtkit.cli.translate import command as translate
+    from nmtkit.errors import NmtkitError
+    from nmtkit.generate.search_options import SearchOptions
+
+    res = CliRunner().invoke(translate, ["--path", str(random_ckpt), *args], input="the cat\n")
+    assert res.exit_code == 2, res.output
+    assert error_line(res.output).startswith(f"nmtkit-translate: error: {message}")
+    values = dict(zip(args[::2], args[1::2]))
+    kw = {k[2:].replace("-", "_"): (float(v) if k == "--max-len-a" else int(v)) for k, v in values.items()}
+    with pytest.raises(NmtkitError, match="^" + message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")
+                       .replace("+", r"\+").replace(".", r"\.")):
+        SearchOptions(**kw)
+

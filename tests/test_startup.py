@@ -88,8 +88,8 @@ def test_a_bad_search_setting_is_refused_before_the_model_loads(random_ckpt, mon
 
     monkeypatch.setattr(Translator, "from_checkpoint", classmethod(loaded))
     res = CliRunner().invoke(translate, ["--quiet", "--path", str(random_ckpt), "--beam", "2", "--nbest", "3"], input="a\n")
-    assert res.exit_code == 1 and "Traceback" not in res.output
-    assert res.output.strip() == "nmtkit-translate: error: --nbest must be <= --beam (2), got 3"
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.output.strip() == "nmtkit-translate: error: --nbest must be <= --beam (2), got 3 (see --help)"
 
 
 def _torch_imported_after(command: str, args: list[str]) -> tuple[int, bool]:
@@ -111,7 +111,7 @@ def test_option_and_path_errors_come_before_torch_is_imported(random_ckpt, tmp_p
     importing torch."""
     text = tmp_path / "x.txt"
     text.write_text("a\n", encoding="utf-8")
-    assert _torch_imported_after("translate", ["--path", str(random_ckpt), "--beam", "2", "--nbest", "3"]) == (1, False)
+    assert _torch_imported_after("translate", ["--path", str(random_ckpt), "--beam", "2", "--nbest", "3"]) == (2, False)
     assert _torch_imported_after("translate", ["--path", str(tmp_path / "missing.pt"), "--input", str(text)]) == (1, False)
     assert _torch_imported_after("align", ["--path", str(tmp_path / "missing.pt"), "--source", str(text),
                                            "--target", str(text)]) == (1, False)

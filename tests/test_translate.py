@@ -112,7 +112,7 @@ def test_invalid_utf8_with_strict_leaves_output_files_as_they_were(random_ckpt, 
 
 @pytest.mark.parametrize("args, message, status", [
     (["--beam", "0"], "--beam must be >= 1, got 0", 2),  # refused when parsed, in the library's words
-    (["--beam", "2", "--nbest", "3"], "--nbest must be <= --beam (2), got 3", 1),
+    (["--beam", "2", "--nbest", "3"], "--nbest must be <= --beam (2), got 3", 2),  # a combination: a usage error too
 ])
 def test_bad_search_options(random_ckpt, args, message, status):
     res = run(["--path", str(random_ckpt), *args], "the\n")

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
-                               run_console_script, search_options, set_threads)
-from nmtkit.errors import InputError
+from nmtkit.cli.common import (NmtkitCommand, OneLineUsageError, batching_options, console, device_options,
+                               handle_errors, run_console_script, search_options, set_threads)
+from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.inference_options import DEFAULT_BATCH_SIZE, LoadOptions, OutputOptions, field_defaults, from_values
 from nmtkit.utils.stdio import STDIN_NAME, STDIO, STDOUT_NAME, direct_target, is_stdio, refuse_stdin_twice, stream_closed
 from nmtkit.utils.streaming import PAUSE, iter_input_lines
@@ -174,10 +174,14 @@ def check_streams(kw: dict) -> None:
 
 
 def _search_options(kw: dict) -> "SearchOptions":
-    """The search's settings from the options, checked (torch-free)."""
+    """The search's settings from the options, checked (torch-free): a combination the library
+    refuses (--nbest above --beam, lengths that leave no room) is a bad command line, exit 2."""
     from nmtkit.generate.search_options import SearchOptions
 
-    return from_values(SearchOptions, kw)
+    try:
+        return from_values(SearchOptions, kw)
+    except NmtkitError as exc:
+        raise OneLineUsageError(str(exc), PROG, click.get_current_context(silent=True)) from None
 
 
 def _load(kw: dict, search: "SearchOptions") -> "Translator":

@@ -38,6 +38,23 @@ def check_search_options(o: "SearchOptions") -> None:
         require_at_least(flag, value, -LIMITS[flag])
         require_at_most(flag, value, LIMITS[flag])
     require_choice("--lenpen-form", o.lenpen_form, LENPEN_FORMS)
+    check_length_bounds(o.max_len_a, o.max_len_b, o.min_len)
+
+
+def check_length_bounds(max_len_a: float, max_len_b: int, min_len: int) -> None:
+    """Refuse length settings that leave no room for a translation: an output bound
+    ``int(a * source tokens + b)`` of 0 for a one-token source (every such line empty), or a
+    ``--min-len`` above it (``</s>`` forced at the bound would cut those outputs mid-sentence).
+    The one-token source has the smallest bound of any non-empty line."""
+    bound = int(max_len_a + max_len_b)
+    shown = f"int({max_len_a:g} * 1 + {max_len_b}) = {bound}"
+    if bound < 1:
+        raise NmtkitError(f"--max-len-a {max_len_a:g} --max-len-b {max_len_b} allow no output token for a one-token "
+                          f"source ({shown}): its translation would be empty; raise --max-len-b")
+    if min_len > bound:
+        raise NmtkitError(f"--min-len {min_len} is above the output bound of a one-token source ({shown}, from "
+                          "--max-len-a and --max-len-b): such translations would be cut at the bound; lower --min-len "
+                          "or raise --max-len-b")
 
 
 @dataclass(frozen=True)

@@ -492,8 +492,8 @@ def report(args: argparse.Namespace, work: Path) -> None:
     rows = [[r["system"], r.get("seed", 1), f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
              r["best"]["checkpoint"], f"{r['best']['wall_s'] / 60:.0f}", len(r["curve"]), f"{r['train_wall_s'] / 60:.1f}",
              r["commit"], r.get("beside", "")] for r in results]
-    mean_rows = [[s, ", ".join(map(str, v["seeds"])), f"{v['bleu']['mean']:.2f} ± {v['bleu']['sd']:.2f}",
-                  f"{v['chrf']['mean']:.2f} ± {v['chrf']['sd']:.2f}"] for s, v in spread.items()]
+    pm = lambda m: f"{m['mean']:.2f} ± {m['sd']:.2f}" if m["n"] > 1 else f"{m['mean']:.2f} (1 seed)"  # noqa: E731
+    mean_rows = [[s, ", ".join(map(str, v["seeds"])), pm(v["bleu"]), pm(v["chrf"])] for s, v in spread.items()]
     sig_text = ""
     if sig:
         sig_text = (f"\nPaired bootstrap (sacrebleu, {args.bootstrap_samples} resamples of the test sentences), "

@@ -80,6 +80,13 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
      [("system", lambda r: r.get("system")), ("seed", lambda r: r.get("seed", 1)), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
       ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f")),
       ("trained beside", lambda r: r.get("trained_beside", ""))]),
+    ("quality_per_hour_significance", "Quality per CPU-hour: nmtkit's best against the best peer (paired bootstrap, sacrebleu)",
+     ("system", "peer"),
+     [("system", lambda r: r.get("system")), ("BLEU mean ± sd", lambda r: f"{_f(r.get('bleu_mean'), '.2f')} ± {_f(r.get('bleu_sd'), '.2f')}"),
+      ("chrF mean ± sd", lambda r: f"{_f(r.get('chrf_mean'), '.2f')} ± {_f(r.get('chrf_sd'), '.2f')}"), ("best peer", lambda r: r.get("peer")),
+      ("its BLEU / chrF", lambda r: f"{_f(r.get('peer_bleu_mean'), '.2f')} / {_f(r.get('peer_chrf_mean'), '.2f')}"),
+      ("p (BLEU; chrF) per seed", lambda r: "; ".join(f"seed {t['seed']}: {t['BLEU']['p']:.3f}, {t['chrF']['p']:.3f}"
+                                                      for t in r.get("tests", [])))]),
     ("quality", "Recipe quality (examples/multi30k): test2016",
      ("pair", "toolkit", "system", "seed"),
      [("pair", lambda r: r.get("pair")), ("system", lambda r: f"{r.get('toolkit', 'nmtkit-fp32')} {r.get('system')}"),

@@ -133,7 +133,11 @@ def test_probe_runs_small():
 # -- FLOPs ------------------------------------------------------------------------------------------
 def test_flops_cover_every_architecture():
     s, r, t = 13.0, 1.0, 14.0
-    for arch in ("luong_small", "luong_m30k", "rnnsearch_small", "rnnencdec_small", "rnnencdec_50", "luong_wmt_en_de"):
+    from nmtkit.models import registry
+
+    archs = ["luong_small", "luong_m30k", "rnnsearch_small", "rnnencdec_small", "rnnencdec_50", "luong_wmt_en_de"]
+    archs += [a for a in registry.list_archs() if a.startswith("transformer")]  # the Transformer's presets, where registered
+    for arch in archs:
         model, cfg = flops.arch_config(arch)
         assert flops.model_macs(model, cfg, 10000, s, r, t) > 0
     # the output layer dominates a small model: luong_small's forward MACs per token are within 10 % of

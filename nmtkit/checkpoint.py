@@ -33,7 +33,7 @@ ZIP_MAGIC = b"PK\x03\x04"
 #: What rebuilding and running the model reads (:mod:`nmtkit.utils.schema`); training state is
 #: checked where it is resumed.
 PIPELINE_SCHEMA = {"lang": str, "tokenizer": Choice(("moses", "none")), "lowercase": bool,
-                   "bpe_codes_text?": Nullable(str)}
+                   "bpe_codes_text?": Nullable(str), "sp_model_b64?": Nullable(str)}
 CHECKPOINT_SCHEMA = {
     "model_name": str,
     "arch?": Nullable(str),

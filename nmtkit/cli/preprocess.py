@@ -28,9 +28,15 @@ PROG = "nmtkit-preprocess"
 @click.option("--tgtdict", type=click.Path(dir_okay=False), help="Reuse this target dictionary.")
 @click.option("--tokenizer", type=click.Choice(["moses", "none"]), default="none", show_default=True)
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenization.")
-@click.option("--bpe", type=click.Choice(["subword-nmt", "none"]), default="none", show_default=True)
-@click.option("--bpe-merges", default=10000, show_default=True, type=click.IntRange(min=1, max=10_000_000), help="Number of BPE merge operations.")
-@click.option("--separate-bpe", is_flag=True, help="Learn one BPE model per language instead of a joint one.")
+@click.option("--bpe", type=click.Choice(["subword-nmt", "sentencepiece", "none"]), default="none", show_default=True,
+              help="Subword segmentation learned on --trainpref: subword-nmt codes, or a SentencePiece model (--spm-type).")
+@click.option("--bpe-merges", default=10000, show_default=True, type=click.IntRange(min=1, max=10_000_000), help="Number of BPE merge operations (subword-nmt).")
+@click.option("--spm-type", type=click.Choice(["unigram", "bpe"]), default="unigram", show_default=True,
+              help="--bpe sentencepiece: the model type.")
+@click.option("--spm-vocab-size", default=8000, show_default=True, type=click.IntRange(min=2, max=10_000_000),
+              help="--bpe sentencepiece: pieces to learn (at most; fewer on a small corpus). Written as subword-nmt "
+                   "writes pieces (a piece inside a word ends in @@), a dictionary may hold up to twice as many.")
+@click.option("--separate-bpe", is_flag=True, help="Learn one BPE (or SentencePiece) model per language instead of a joint one.")
 @click.option("--bpe-codes", type=click.Path(dir_okay=False), help="Apply these subword-nmt codes (e.g. the reverse direction's bpe.codes) instead of learning new ones.")
 @click.option("--alignfile", metavar="PREFIX[,PREFIX...]",
               help="Word alignments of the training pairs: PREFIX.align (Pharaoh i-j, 0-based whitespace words of "

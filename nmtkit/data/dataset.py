@@ -20,7 +20,7 @@ import torch
 from nmtkit.data.alignments import ALIGN_SUFFIX, StoredAlignments
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.data.indexed import IndexedTokens
-from nmtkit.data.text_pipeline import TextPipeline, codes_checksum, read_bpe_codes
+from nmtkit.data.text_pipeline import TextPipeline, codes_checksum, read_bpe_codes, read_sp_model, sp_model_checksum
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.schema import Check, Choice, DictOf, Nullable, validate
 from nmtkit.utils.textio import read_lines
@@ -72,8 +72,9 @@ META_SCHEMA = {
     "target_lang": _LANG,
     "tokenizer?": Choice(("moses", "none")),
     "lowercase?": bool,
-    "bpe?": {"type": Choice(("none", "subword-nmt")),
+    "bpe?": {"type": Choice(("none", "subword-nmt", "sentencepiece")),
              "codes?": DictOf(Check(_inside_directory, "a file name inside the data directory")),
+             "models?": DictOf(Check(_inside_directory, "a file name inside the data directory")),
              "checksums?": DictOf(str)},
     "dict_checksums?": DictOf(Nullable(str)),
     "splits": DictOf(dict, key=_SPLIT),
@@ -98,10 +99,11 @@ def read_meta(meta_path: Path) -> dict:
         raise NmtkitError(f"{meta_path}: data format version {version}, this nmtkit reads version {META_FORMAT_VERSION}")
     validate(meta, META_SCHEMA, str(meta_path))
     bpe = meta.get("bpe", {})
-    if bpe.get("type") == "subword-nmt":
+    files = {"subword-nmt": "codes", "sentencepiece": "models"}.get(bpe.get("type"))
+    if files:
         for lang in (meta["source_lang"], meta["target_lang"]):
-            if lang not in bpe.get("codes", {}):
-                raise InputError(str(meta_path), None, f"field 'bpe.codes.{lang}' missing")
+            if lang not in bpe.get(files, {}):
+                raise InputError(str(meta_path), None, f"field 'bpe.{files}.{lang}' missing")
     return meta
 
 
@@ -122,7 +124,23 @@ class DataDir:
         # first checkpoint is written; pipeline() hands on this text
         self._codes_text = {lang: self._read_codes(lang, pipe.bpe_codes) for lang in (self.src_lang, self.tgt_lang)
                             if (pipe := TextPipeline.from_meta(self.meta, lang, self.path)).bpe_codes}
+        self._sp_models = {lang: self._read_sp_model(lang, pipe.sp_model) for lang in (self.src_lang, self.tgt_lang)
+                           if (pipe := TextPipeline.from_meta(self.meta, lang, self.path)).sp_model}
         self._dicts: dict[str, Dictionary] = {}
+
+    def _read_sp_model(self, lang: str, path: str) -> str:
+        """A SentencePiece model's bytes (base64), checked as :meth:`_read_codes` checks BPE codes."""
+        if not Path(path).resolve().is_relative_to(self.path.resolve()):
+            raise InputError(str(self.path / "meta.json"), None,
+                             f"field 'bpe.models.{lang}' must be a file name inside the data directory "
+                             f"({path} leads outside it)")
+        if not Path(path).is_file():
+            raise InputError(path, None, "no such SentencePiece model (named by meta.json)")
+        model = read_sp_model(path)
+        want = self.meta["bpe"].get("checksums", {}).get(lang)
+        if want and sp_model_checksum(model) != want:
+            raise InputError(str(path), None, "SentencePiece model does not match meta.json (replaced after preprocessing?)")
+        return model
 
     def _read_codes(self, lang: str, path: str) -> str:
         """The codes file's text, refused when a symbolic link takes it outside the directory
@@ -161,6 +179,7 @@ class DataDir:
     def pipeline(self, lang: str) -> TextPipeline:
         pipe = TextPipeline.from_meta(self.meta, lang, self.path)
         pipe.bpe_codes_text = self._codes_text.get(lang)
+        pipe.sp_model_b64 = self._sp_models.get(lang)
         return pipe
 
     def splits(self) -> list[str]:

@@ -21,11 +21,18 @@ from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir, i
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.parallel_map import bpe_chunk, map_chunks, tokenize_chunk
-from nmtkit.data.text_pipeline import TextPipeline, codes_checksum, read_bpe_codes, split_words
+from nmtkit.data.text_pipeline import (TextPipeline, codes_checksum, read_bpe_codes, read_sp_model, sp_model_checksum,
+                                       split_words)
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.textio import atomic_directory, check_parallel, check_replaceable, iter_lines
+
+
+#: ``--bpe`` choices: subword-nmt codes, a SentencePiece model (:func:`_learn_sp`), or none.
+BPE_CHOICES = ("subword-nmt", "sentencepiece", "none")
+#: ``--spm-type``: the SentencePiece model types offered.
+SPM_TYPES = ("unigram", "bpe")
 
 
 @dataclass
@@ -50,6 +57,9 @@ class PreprocessOptions:
     bpe_merges: int = 10000
     joint_bpe: bool = True
     bpe_codes: Optional[str] = None  # reuse these codes (e.g. the other direction's) instead of learning
+    #: --bpe sentencepiece: the model type (unigram | bpe) and the vocabulary size to learn
+    spm_type: str = "unigram"
+    spm_vocab_size: int = 8000
     #: Word alignments of the training pairs: PREFIX.align per --trainpref prefix (see nmtkit.data.alignments).
     alignfile: Optional[str] = None
     max_len: int = 50
@@ -145,8 +155,20 @@ def _check_options(opt: PreprocessOptions) -> list[str]:
         raise NmtkitError("--source-lang and --target-lang must differ")
     if not opt.trainpref and not (opt.srcdict and (opt.tgtdict or opt.joined_dictionary)):
         raise NmtkitError("--trainpref is required unless --srcdict and --tgtdict are given")
-    if opt.bpe not in ("none", "subword-nmt"):
-        raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose subword-nmt or none)")
+    if opt.bpe not in BPE_CHOICES:
+        raise NmtkitError(f"unknown --bpe {opt.bpe!r} (choose {', '.join(BPE_CHOICES)})")
+    if opt.spm_type not in SPM_TYPES:
+        raise NmtkitError(f"unknown --spm-type {opt.spm_type!r} (choose {', '.join(SPM_TYPES)})")
+    if opt.bpe != "sentencepiece" and (opt.spm_type != PreprocessOptions.spm_type
+                                       or opt.spm_vocab_size != PreprocessOptions.spm_vocab_size):
+        raise NmtkitError("--spm-type and --spm-vocab-size need --bpe sentencepiece")
+    if opt.bpe == "sentencepiece" and opt.bpe_merges != PreprocessOptions.bpe_merges:
+        raise NmtkitError("--bpe-merges is for subword-nmt; SentencePiece's size is --spm-vocab-size")
+    if opt.bpe == "sentencepiece":
+        try:
+            import sentencepiece  # noqa: F401
+        except ImportError:
+            raise NmtkitError("--bpe sentencepiece needs the sentencepiece package (pip install sentencepiece)") from None
     if opt.bpe_codes and opt.bpe != "subword-nmt":
         raise NmtkitError("--bpe-codes needs --bpe subword-nmt")
     if opt.bpe_codes and (opt.bpe_merges != PreprocessOptions.bpe_merges or not opt.joint_bpe):
@@ -237,9 +259,15 @@ def _apply_bpe(splits: dict[str, SplitText], pipes: dict[str, TextPipeline], opt
         for lang in (src, tgt):
             pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
         meta_bpe["checksums"] = {lang: codes_checksum(read_bpe_codes(out / meta_bpe["codes"][lang])) for lang in (src, tgt)}
+    elif opt.bpe == "sentencepiece":
+        meta_bpe.update(model_type=opt.spm_type, vocab_size=opt.spm_vocab_size, joint=opt.joint_bpe,
+                        models=_learn_sp(splits["train"], src, tgt, opt, out))
+        for lang in (src, tgt):
+            pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, sp_model=str(out / meta_bpe["models"][lang]))
+        meta_bpe["checksums"] = {lang: sp_model_checksum(read_sp_model(out / meta_bpe["models"][lang])) for lang in (src, tgt)}
     pieces: dict[str, tuple[list[list[str]], list[list[str]]]] = {}
     for name, split in splits.items():
-        if opt.bpe == "subword-nmt":
+        if opt.bpe in ("subword-nmt", "sentencepiece"):
             sp = map_chunks(bpe_chunk, pipes[src], split.src_tokens, opt.workers, progress, f"bpe {name}.{src}")
             tp = map_chunks(bpe_chunk, pipes[tgt], split.tgt_tokens, opt.workers, progress, f"bpe {name}.{tgt}")
         else:
@@ -346,6 +374,39 @@ def _write_train_alignments(prefix: Path, word_links: list, train, split: SplitT
     return {"files": [f"{p}.{ALIGN_SUFFIX}" for p in opt.alignfile.split(",")],
             "word_links": sum(len(word_links[orig]) for orig in (split.kept or [])),
             "piece_links": n_piece_links}
+
+
+def _learn_sp(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out: Path) -> dict[str, str]:
+    """Train SentencePiece models (``--spm-type`` unigram or bpe; joint over both languages, or
+    one per language with ``--separate-bpe``) on the training split's tokens -> file names.
+
+    Why on tokens, not raw lines: the tokenizer and lowercasing come first, as for subword-nmt,
+    and pieces then map back to tokens one for one.  Identity normalisation (no NFKC) keeps
+    every character as written, so decoding gives back exactly the tokens.  The vocabulary size
+    is a soft limit: a small corpus gets the pieces it has rather than an error."""
+    import sentencepiece as spm
+
+    spm.set_min_log_level(2)  # errors only: SentencePiece logs each training step to stderr
+    spm.set_random_generator_seed(1)  # the same corpus gives the same model
+
+    def learn(lines: list[list[str]], name: str) -> str:
+        model = io.BytesIO()
+        sentences = (" ".join(toks) for toks in lines if toks)
+        try:
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=sentences, model_writer=model, model_type=opt.spm_type,
+                vocab_size=opt.spm_vocab_size, hard_vocab_limit=False, character_coverage=1.0,
+                normalization_rule_name="identity", split_digits=False, num_threads=opt.workers,
+                bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0, max_sentence_length=1 << 16)
+        except RuntimeError as exc:
+            raise NmtkitError(f"SentencePiece could not learn a model from --trainpref: {str(exc).strip()}") from None
+        (out / name).write_bytes(model.getvalue())
+        return name
+
+    if opt.joint_bpe:
+        name = learn([*train.src_tokens, *train.tgt_tokens], "spm.model")
+        return {src: name, tgt: name}
+    return {src: learn(train.src_tokens, f"spm.{src}.model"), tgt: learn(train.tgt_tokens, f"spm.{tgt}.model")}
 
 
 def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out: Path) -> dict[str, str]:

@@ -8,9 +8,16 @@ Three levels of a sentence:
 * **words**: the whitespace-separated tokens of the line as the user gave it;
 * **tokens**: after the tokenizer (Moses may split a word into several tokens) and lowercasing;
 * **pieces**: after BPE (a token ending in ``@@`` continues into the next piece).
+
+BPE is subword-nmt's (codes) or a SentencePiece model (unigram or BPE, ``--bpe sentencepiece``).
+SentencePiece's pieces are written in subword-nmt's convention (``▁Ober hausen`` becomes
+``Ober@@ hausen``), so everything after segmentation (dictionaries, unknown-word replacement,
+alignments mapped back to words, detokenisation) is the same for both.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import os
 import re
@@ -119,6 +126,52 @@ def check_bpe_codes(text: str, name: str) -> None:
             raise InputError(name, k, f"not a BPE merge (two units separated by a space): {line[:60]!r}")
 
 
+#: SentencePiece's word-boundary mark (U+2581), which starts the first piece of each word.
+SP_SPACE = "\u2581"
+
+
+def read_sp_model(path: str | os.PathLike) -> str:
+    """A SentencePiece model file as base64 text (how checkpoints carry it), checked to load."""
+    raw = Path(path).read_bytes()
+    text = base64.b64encode(raw).decode("ascii")
+    load_sp_model(text, str(path))
+    return text
+
+
+def sp_model_checksum(model_b64: str) -> str:
+    """SHA-256 of a SentencePiece model's bytes: ``meta.json`` keeps it, as for BPE codes."""
+    return hashlib.sha256(base64.b64decode(model_b64)).hexdigest()
+
+
+def load_sp_model(model_b64: str, name: str):  # noqa: ANN201 - a sentencepiece.SentencePieceProcessor
+    """The SentencePiece processor of a base64 model; a damaged one is a one-line error naming ``name``."""
+    try:
+        import sentencepiece as spm
+    except ImportError:
+        raise InputError(name, None, "needs the sentencepiece package (pip install sentencepiece)") from None
+    try:
+        proto = base64.b64decode(model_b64, validate=True)
+        sp = spm.SentencePieceProcessor()
+        sp.LoadFromSerializedProto(proto)
+    except (binascii.Error, ValueError, RuntimeError, OSError) as exc:
+        raise InputError(name, None, f"not a SentencePiece model ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__})") from None
+    return sp
+
+
+def sp_segment(sp, tokens: list[str]) -> list[str]:  # noqa: ANN001
+    """Tokens -> pieces with a SentencePiece model, in subword-nmt's convention: every piece of
+    a token but its last ends in ``@@``.  Each token is segmented on its own (SentencePiece never
+    joins pieces across a space either), so pieces map back to tokens one for one."""
+    out: list[str] = []
+    for token, pieces in zip(tokens, sp.encode(list(tokens), out_type=str)):
+        if pieces and pieces[0].startswith(SP_SPACE):
+            pieces = [pieces[0][len(SP_SPACE):], *pieces[1:]]
+        pieces = [piece for piece in pieces if piece] or [token]
+        out.extend(piece + BPE_SEP for piece in pieces[:-1])
+        out.append(pieces[-1])
+    return out
+
+
 def piece_to_token_index(pieces: list[str]) -> list[int]:
     """For each BPE piece, the index of the token it belongs to."""
     idx, k = [], 0
@@ -138,11 +191,28 @@ class TextPipeline:
     lowercase: bool = False
     bpe_codes: Optional[str] = None  # path to subword-nmt codes, or None
     bpe_codes_text: Optional[str] = None  # the codes themselves (as embedded in checkpoints)
+    sp_model: Optional[str] = None  # path to a SentencePiece model, or None
+    sp_model_b64: Optional[str] = None  # the model itself, base64 (as embedded in checkpoints)
     _bpe: object = field(default=None, init=False, repr=False)
+    _sp: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.tokenizer not in ("moses", "none"):
             raise ValueError(f"unknown tokenizer {self.tokenizer!r}")
+        if (self.bpe_codes or self.bpe_codes_text) and (self.sp_model or self.sp_model_b64):
+            raise ValueError("a pipeline has subword-nmt codes or a SentencePiece model, not both")
+
+    def __getstate__(self) -> dict:
+        """Picklable (for preprocess's worker processes): the SentencePiece processor is rebuilt there."""
+        return {**self.__dict__, "_sp": None}
+
+    @property
+    def sp(self):  # noqa: ANN201 - a sentencepiece.SentencePieceProcessor, or None
+        if self._sp is None and (self.sp_model or self.sp_model_b64):
+            if self.sp_model_b64 is None:
+                self.sp_model_b64 = read_sp_model(self.sp_model)
+            self._sp = load_sp_model(self.sp_model_b64, self.sp_model or f"the {self.lang} SentencePiece model")
+        return self._sp
 
     @cached_property
     def _moses(self):  # noqa: ANN202 - sacremoses objects
@@ -172,12 +242,15 @@ class TextPipeline:
             _moses_alnum()
             self._moses  # noqa: B018 - the cached property builds the Moses objects
         self.bpe  # noqa: B018 - the property builds the BPE tables
+        self.sp  # noqa: B018 - and the SentencePiece processor
         return self
 
     def to_dict(self) -> dict:
         """Self-contained description (BPE codes inlined, and checked) for checkpoints."""
         if self.bpe is not None:
             assert self.bpe_codes_text is not None
+        if self.sp is not None:
+            assert self.sp_model_b64 is not None
         return self.description()
 
     def description(self) -> dict:
@@ -186,11 +259,18 @@ class TextPipeline:
         codes = self.bpe_codes_text
         if codes is None and self.bpe_codes:
             codes = read_bpe_codes(self.bpe_codes)
-        return {"lang": self.lang, "tokenizer": self.tokenizer, "lowercase": self.lowercase, "bpe_codes_text": codes}
+        out = {"lang": self.lang, "tokenizer": self.tokenizer, "lowercase": self.lowercase, "bpe_codes_text": codes}
+        sp = self.sp_model_b64
+        if sp is None and self.sp_model:
+            sp = read_sp_model(self.sp_model)
+        if sp is not None:  # only then: descriptions (and their hashes) without one stay as they were
+            out["sp_model_b64"] = sp
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "TextPipeline":
-        return cls(lang=d["lang"], tokenizer=d["tokenizer"], lowercase=d["lowercase"], bpe_codes_text=d.get("bpe_codes_text"))
+        return cls(lang=d["lang"], tokenizer=d["tokenizer"], lowercase=d["lowercase"], bpe_codes_text=d.get("bpe_codes_text"),
+                   sp_model_b64=d.get("sp_model_b64"))
 
     # -- forward ----------------------------------------------------------------------------
     def tokenize(self, line: str) -> list[str]:
@@ -208,7 +288,9 @@ class TextPipeline:
         return toks
 
     def apply_bpe(self, tokens: list[str]) -> list[str]:
-        """Tokens -> pieces (identity without BPE codes)."""
+        """Tokens -> pieces (identity without BPE codes or a SentencePiece model)."""
+        if self.sp is not None:
+            return sp_segment(self.sp, tokens)
         if self.bpe is None:
             return list(tokens)
         return self.bpe.segment_tokens(tokens)
@@ -233,9 +315,11 @@ class TextPipeline:
         """Rebuild the pipeline preprocess used for ``lang`` (codes paths are relative to data_dir)."""
         bpe = meta.get("bpe", {})
         codes = bpe.get("codes", {}).get(lang) if bpe.get("type") == "subword-nmt" else None
+        model = bpe.get("models", {}).get(lang) if bpe.get("type") == "sentencepiece" else None
         return cls(
             lang=lang,
             tokenizer=meta.get("tokenizer", "none"),
             lowercase=bool(meta.get("lowercase", False)),
             bpe_codes=os.path.join(str(data_dir), codes) if codes else None,
+            sp_model=os.path.join(str(data_dir), model) if model else None,
         )

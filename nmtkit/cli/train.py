@@ -124,6 +124,9 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
               "backward) as a CUDA graph, batches padded to buckets (Luong with input feeding, RNNsearch; "
               "bench/README.md, \"GPU\").")
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
+@click.option("--tensorboard-logdir", type=click.Path(file_okay=False), metavar="DIR",
+              help="Also write loss, perplexity, lr, gradient norm, tokens/s and validation loss/BLEU as TensorBoard "
+                   "event files here (pip install 'nmtkit[tensorboard]'); train_log.jsonl is written as always.")
 @click.option("--reset-optimizer", is_flag=True, help="Resume with a fresh optimizer (allows another --optimizer).")
 @click.option("--reset-lr-scheduler", is_flag=True, help="Resume with a fresh lr schedule, lr back at --lr (allows another --lr-schedule).")
 @click.option("--reset-dataloader", is_flag=True, help="Resume at the first batch of the current epoch (allows other batching, --seed or data).")

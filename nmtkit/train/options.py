@@ -73,6 +73,8 @@ class TrainOptions:
     #: Keep an exponential moving average of the weights with this decay (0: off); validation and
     #: checkpoints use it (nmtkit.train.ema).
     ema_decay: float = 0.0
+    #: Also write the training curves as TensorBoard event files here (nmtkit.train.tensorboard).
+    tensorboard_logdir: Optional[str] = None
 
     def validate(self) -> None:
         """One-line errors for option combinations no single click type can check."""

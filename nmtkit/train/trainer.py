@@ -37,6 +37,7 @@ from nmtkit.utils.heap import keep_freed_memory
 from nmtkit.utils.memory import allocation_guard, model_size_hint
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.run_log import RunLog
+from nmtkit.train.tensorboard import TensorBoardLog
 from nmtkit.train.state import TrainState, seed_everything
 from nmtkit.train.stop_signals import StopNow, StopSignals, interruptible
 from nmtkit.train.validation import record_best, valid_loss
@@ -127,6 +128,7 @@ class Trainer:
         self.last_checkpoint_update: Optional[int] = None  # the update checkpoint_last.pt holds (None: no file)
         self.guard = DivergenceGuard(opt.max_nonfinite_updates)
         self.run_log = RunLog(self.save_dir / "train_log.jsonl", enabled=dist.is_main)
+        self.tensorboard = TensorBoardLog(opt.tensorboard_logdir, enabled=dist.is_main)  # the same records, as curves
         self._train_fingerprint: Optional[dict] = None
         self._t_start: Optional[float] = None  # clock() when this run's training began
         self._wall_before = 0.0  # budget seconds spent by earlier runs of this save dir
@@ -180,6 +182,7 @@ class Trainer:
     def log(self, record: dict) -> None:
         """Append ``record`` to train_log.jsonl (main process only)."""
         self.run_log.append(record)
+        self.tensorboard.record(record)
 
     # -- one update -------------------------------------------------------------------------
     def _backward(self, indices: list[int], sync: bool) -> tuple[float, float, float, float]:
@@ -264,6 +267,7 @@ class Trainer:
             self._stop()
         finally:
             self.stop_signals.restore(previous_handlers)
+            self.tensorboard.close()
 
     def _train(self, opt: TrainOptions) -> TrainState:
         self._t_start = self.clock()

@@ -54,20 +54,28 @@ def test_exit_status_output_and_atexit(how, status, err):
 
 
 def test_every_console_script_uses_it():
-    """setup.cfg's console scripts each start through nmtkit.launch and end through run_console_script."""
-    import configparser
+    """The console scripts, derived from the one list (nmtkit.commands), each start through
+    nmtkit.launch (the guard around the command module's import) and run the module's ``command``;
+    ``python -m`` runs that command through run_console_script too."""
     import importlib
     import inspect
+    import runpy
     from pathlib import Path
 
-    cfg = configparser.ConfigParser()
-    cfg.read(Path(__file__).resolve().parents[1] / "setup.cfg")
-    entries = [line.split("=", 1)[1].strip() for line in cfg["options.entry_points"]["console_scripts"].strip().splitlines()]
-    assert len(entries) == 9
-    from nmtkit.launch import COMMANDS
+    import nmtkit.launch
+    from nmtkit.commands import COMMANDS, GROUP, module
 
-    for entry in entries:
-        module, func = entry.split(":")
-        assert module == "nmtkit.launch", entry  # the guard around the command module's import
-        command_module = COMMANDS[func][0]
-        assert "run_console_script(" in inspect.getsource(importlib.import_module(command_module).main), entry
+    root = Path(__file__).resolve().parents[1]
+    setup_py = (root / "setup.py").read_text(encoding="utf-8")
+    assert "console_scripts" in setup_py and "entry_points" not in (root / "setup.cfg").read_text(encoding="utf-8")
+    scripts = runpy.run_path(str(root / "nmtkit" / "commands.py"))["console_scripts"]()
+    assert len(scripts) == 9 == len(COMMANDS) + 1
+    for entry in scripts:
+        target = entry.split("=", 1)[1].strip()
+        where, name = target.split(":")
+        assert where == "nmtkit.launch", entry
+        assert callable(getattr(nmtkit.launch, name))
+        mod = importlib.import_module(module(name))
+        assert callable(mod.command)
+        assert "run_console_script(" in inspect.getsource(mod).split('if __name__ == "__main__":')[1], entry
+    assert GROUP == "nmtkit"

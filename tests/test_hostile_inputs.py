@@ -403,7 +403,7 @@ sys.meta_path.insert(0, Hook())
 {run}
 """
 _SIGNAL_WHILE_IMPORTING_TORCH = _SIGNAL_WHILE_IMPORTING.replace(
-    "{run}", 'sys.argv[0] = "nmtkit-train"\nfrom {module} import main\nmain()')
+    "{run}", 'sys.argv[0] = "nmtkit-train"\nimport runpy\nrunpy.run_module("{module}", run_name="__main__")')
 _SIGNAL_WHILE_IMPORTING_CLICK = _SIGNAL_WHILE_IMPORTING.replace(
     "{at}", "click").replace("{run}", "from nmtkit.launch import {entry}\n{entry}()")
 

@@ -376,10 +376,5 @@ def command(**options: Any) -> None:
     run_align(options)
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-align`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.align (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

@@ -48,10 +48,5 @@ def command(inputs: tuple[str, ...], last: int | None, save_dir: str | None, out
     console.print(f"averaged {len(paths)} checkpoint{'s' if len(paths) != 1 else ''} ({', '.join(paths)}) -> {output}")
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-average`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.average (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

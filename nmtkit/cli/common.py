@@ -2,14 +2,13 @@
 live in ``nmtkit.utils`` (the library uses them too) and are re-exported here."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import io
 import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, Iterator, NoReturn, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 import click
 
@@ -19,19 +18,19 @@ from nmtkit.utils.checks import at_least_message, at_most_message, finite_messag
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
-from nmtkit.utils.signals import sigterm_as_interrupt
+from nmtkit.utils.signals import EXIT_INTERRUPT, sigterm_as_interrupt
 from nmtkit.utils.stdio import STDOUT_NAME, use_utf8_stdio
 
 __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", "OneLineUsageError", "FiniteFloat",
-           "interrupts_while_loading", "exit_broken_pipe", "SEED", "AtLeast", "Within", "OneOf", "device_options",
+           "exit_broken_pipe", "SEED", "AtLeast", "Within", "OneOf", "device_options",
            "batching_options", "search_options", "set_threads"]
 
 
 #: Exit statuses, the same for every subcommand (documented in the README).
 EXIT_ERROR = 1  # bad input, bad option values found after parsing, failed writes
 EXIT_USAGE = 2  # a command line click cannot parse (unknown option, value out of range)
-EXIT_INTERRUPT = 130  # SIGINT (Ctrl-C): 128 + 2, as a shell reports it
 EXIT_BROKEN_PIPE = 141  # stdout closed by the reader (``| head``): 128 + SIGPIPE, as a shell reports it
+# EXIT_INTERRUPT (130): Ctrl-C or SIGTERM, from nmtkit.utils.signals
 
 
 class FiniteFloat(click.FloatRange):
@@ -152,23 +151,6 @@ def _stdout_failed() -> bool:
     except (OSError, ValueError, AttributeError):
         _stdout_to_devnull()
         return True
-
-
-@contextlib.contextmanager
-def interrupts_while_loading(prog: str) -> Iterator[None]:
-    """A command module's slow imports (torch, the models): Ctrl-C or SIGTERM there ends the command
-    as :func:`handle_errors` would, one line and status 130.
-
-    Why: ``nmtkit-train`` declares its model options from the models, so loading its module imports
-    torch (about a second) before the command and its handler run: a Ctrl-C was a traceback (or,
-    under ``nmtkit train``, click's ``Aborted!`` with status 1), a SIGTERM a death by the signal.
-    Nothing has been written yet, so there is nothing to clean up."""
-    try:
-        with sigterm_as_interrupt():
-            yield
-    except KeyboardInterrupt:
-        click.echo(f"{prog}: interrupted", err=True)
-        sys.exit(EXIT_INTERRUPT)
 
 
 def handle_errors(prog: str) -> Callable:

@@ -7,19 +7,10 @@ from typing import Any
 import click
 
 from nmtkit import __version__
+from nmtkit.commands import COMMANDS
 
-#: Subcommand name -> module that defines ``command`` (a click.Command).
-#: Only subcommands that work are listed here.
-SUBCOMMANDS: dict[str, str] = {
-    "sample": "nmtkit.cli.sample",
-    "preprocess": "nmtkit.cli.preprocess",
-    "train": "nmtkit.cli.train",
-    "translate": "nmtkit.cli.translate",
-    "score": "nmtkit.cli.score",
-    "align": "nmtkit.cli.align",
-    "average": "nmtkit.cli.average",
-    "shortlist": "nmtkit.cli.shortlist",
-}
+#: Subcommand name -> module that defines ``command`` (a click.Command): the one list, nmtkit.commands.
+SUBCOMMANDS: dict[str, str] = COMMANDS
 
 
 class LazyGroup(click.Group):
@@ -56,12 +47,9 @@ def cli() -> None:
     """nmtkit: attention-based neural machine translation from the command line."""
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit`` console script."""
+command = cli  # what nmtkit.launch runs, as for every command module
+
+if __name__ == "__main__":  # python -m nmtkit.cli.main (the console script starts in nmtkit.launch)
     from nmtkit.cli.common import run_console_script
 
     run_console_script(cli)
-
-
-if __name__ == "__main__":
-    main()

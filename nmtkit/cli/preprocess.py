@@ -86,10 +86,5 @@ def print_summary(meta: dict, elapsed: float) -> None:
     console.print(f"done in {elapsed:.1f}s ({total_lines / max(elapsed, 1e-9):,.0f} sentence pairs/s)")
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-preprocess`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.preprocess (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

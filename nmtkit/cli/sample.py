@@ -43,10 +43,5 @@ def command(out_dir: str, seed: int, n_train: int, n_valid: int, n_test: int, ov
                   f"test pairs with a name unseen in train: {info['test_unseen_name_share']:.0%}")
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-sample`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.sample (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

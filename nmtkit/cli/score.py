@@ -389,10 +389,5 @@ command.add_command(text_command)
 command.add_command(model_command)
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-score`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.score (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

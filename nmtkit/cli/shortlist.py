@@ -43,10 +43,5 @@ def command(path: str, table: str, data: str | None, output: str) -> None:
     console.print(f"compiled {n_keys:,} source keys ({n_ids:,} target ids) of {table} for {path} -> {output}")
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-shortlist`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.shortlist (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

@@ -6,15 +6,16 @@ import sys
 import click
 
 from nmtkit.cli.common import (SEED, AtLeast, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
-                               device_options, handle_errors, interrupts_while_loading, parse_device,
+                               device_options, handle_errors, parse_device,
                                run_console_script)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
 from nmtkit.generate.search_options import LIMITS as SEARCH_LIMITS
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
+from nmtkit.utils.signals import interrupt_ends_command
 
 PROG = "nmtkit-train"
 
-with interrupts_while_loading(PROG):  # torch and every model: the option declarations below need them
+with interrupt_ends_command(PROG):  # torch and every model: the option declarations below need them
     import numpy  # noqa: F401  first: torch's C start-up imports it and swallows any error, an interrupt too
     import nmtkit.models  # noqa: F401
     from nmtkit.train.optim import SCHEDULES
@@ -207,10 +208,5 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-train`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.train (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

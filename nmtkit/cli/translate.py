@@ -277,10 +277,5 @@ class OutputWriter:
         self.out.flush()
 
 
-def main() -> None:
-    """Entry point of the ``nmtkit-translate`` console script."""
+if __name__ == "__main__":  # python -m nmtkit.cli.translate (the console script starts in nmtkit.launch)
     run_console_script(command)
-
-
-if __name__ == "__main__":
-    main()

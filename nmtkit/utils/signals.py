@@ -1,16 +1,22 @@
-"""SIGTERM handled like SIGINT (in every command: :func:`nmtkit.cli.common.handle_errors`).
+"""SIGTERM handled like SIGINT: the one path, for a command's module while it loads
+(:func:`interrupt_ends_command`, :mod:`nmtkit.launch`) and for the command as it runs
+(:func:`nmtkit.cli.common.handle_errors`).
 
 Why: ``kill``, ``timeout``, batch schedulers and ``docker stop`` send SIGTERM, whose default action
 ends Python at once: no ``finally``, so temporary outputs and the training lock stay behind.
 Raising :class:`KeyboardInterrupt` instead runs every cleanup and ends with the interrupt's exit
-status (130, see ``nmtkit.cli.common``), with one line and no traceback.
+status (:data:`EXIT_INTERRUPT`), with one line and no traceback.  A SIGTERM that the parent set
+to be ignored (``nohup``-like) stays ignored.
 """
 from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from typing import Any, Iterator
+
+EXIT_INTERRUPT = 130  # SIGINT (Ctrl-C): 128 + 2, as a shell reports it
 
 
 def _raise_interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
@@ -19,8 +25,9 @@ def _raise_interrupt(signum: int, frame: Any) -> None:  # noqa: ARG001
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
+    """Within the block, SIGTERM raises KeyboardInterrupt (main thread only, and unless the parent
+    set it to be ignored; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
         yield
         return
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -28,6 +35,24 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def interrupt_ends_command(prog: str) -> Iterator[None]:
+    """A command module's imports (click, torch, the models): Ctrl-C or SIGTERM there ends the
+    command as :func:`nmtkit.cli.common.handle_errors` would, ``prog: interrupted`` and status
+    :data:`EXIT_INTERRUPT`.  Nothing has been written yet, so there is nothing to clean up; the
+    line is written without click, which may be what was loading."""
+    try:
+        with sigterm_as_interrupt():
+            yield
+    except KeyboardInterrupt:
+        try:
+            sys.stderr.write(f"{prog}: interrupted\n")
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):  # stderr closed or gone: the status still says it
+            pass
+        raise SystemExit(EXIT_INTERRUPT) from None
 
 
 def default_signals_in_worker() -> None:

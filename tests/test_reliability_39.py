@@ -251,3 +251,38 @@ def test_lengths_that_leave_no_room_are_a_usage_error(random_ckpt, args, message
                        .replace("+", r"\+").replace(".", r"\.")):
         SearchOptions(**kw)
 
+
+
+SCORE_TYPE_ERRORS = [
+    (["a b c"], "a b c", "score(): refs must be a list of str lines, not one str (wrap a single line in a list)"),
+    ("a b c", ["a b c"], "score(): hyps must be a list of str lines, not one str"),
+    ([b"a b"], ["a b"], "score(): hyps[0] must be a str line, not bytes"),
+    (["a b", "c"], ["a b", None], "score(): refs[1] must be a str line, not NoneType"),
+    (["a b"], [["a b"], "a b"], "score(): refs[0] must be a str line, not list"),
+    (["a b"], [["a b"], [3]], "score(): refs[1][0] must be a str line, not int"),
+    (["a b"], None, "score(): refs must be a list of str lines, not NoneType"),
+]
+
+
+@pytest.mark.parametrize("hyps,refs,message", SCORE_TYPE_ERRORS)
+def test_score_checks_the_types_of_its_text_arguments(hyps, refs, message):
+    import nmtkit
+
+    with pytest.raises(TypeError) as err:
+        nmtkit.score(hyps, refs)
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize("which", ["aligner", "scorer"])
+def test_model_library_functions_refuse_one_string_for_lines(random_ckpt, which):
+    from nmtkit.generate.aligner import Aligner
+    from nmtkit.generate.scorer import Scorer
+
+    if which == "aligner":
+        call = Aligner.from_checkpoint(str(random_ckpt), device="cpu").align
+    else:
+        call = Scorer.from_checkpoint(str(random_ckpt), device="cpu").score_lines
+    with pytest.raises(TypeError, match=r"^src_lines must be a list of str lines, not one str"):
+        call("the cat", ["die Katze"])
+    with pytest.raises(TypeError, match=r"^tgt_lines\[0\] must be a str line, not NoneType"):
+        call(["the cat"], [None])

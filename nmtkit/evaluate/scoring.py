@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import unicodedata
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import DEFAULT_EDGES, BucketScore, LengthBucketAccumulator, parse_edges
@@ -27,6 +27,7 @@ from nmtkit.evaluate.metrics import (
     parse_metric_names,
     sentence_scores,
 )
+from nmtkit.utils.checks import text_lines
 from nmtkit.utils.stdio import input_name, refuse_stdin_twice
 from nmtkit.utils.textio import check_parallel, iter_parallel_chunks, read_lines
 
@@ -47,10 +48,15 @@ def score(hyps: Sequence[str], refs: Union[Sequence[str], Sequence[Sequence[str]
     ``refs``: one reference per hypothesis (a list of str), or several reference sets (a list
     of such lists).  ``tokenized``: BLEU on whitespace-split text, as the papers report it.
     """
-    if isinstance(hyps, str):
-        raise TypeError("score() takes a list of hypotheses, not one string")
-    ref_sets = [list(refs)] if refs and isinstance(refs[0], str) else [list(r) for r in refs]
-    return corpus_scores(list(hyps), ref_sets, _metric_list(metrics), tokenized=tokenized, lowercase=lowercase)
+    hyp_lines = text_lines(hyps, "score(): hyps")
+    if isinstance(refs, (str, bytes, bytearray)) or not isinstance(refs, Iterable):
+        text_lines(refs, "score(): refs")  # raises: one string (or None) is no list of references
+    refs = list(refs)
+    if any(isinstance(r, str) for r in refs):  # one reference per hypothesis (any other item is named)
+        ref_sets = [text_lines(refs, "score(): refs")]
+    else:  # several reference sets, each a list of lines
+        ref_sets = [text_lines(r, f"score(): refs[{k}]") for k, r in enumerate(refs)]
+    return corpus_scores(hyp_lines, ref_sets, _metric_list(metrics), tokenized=tokenized, lowercase=lowercase)
 
 
 @dataclass

@@ -25,6 +25,7 @@ from nmtkit.generate.align_pipeline import (AlignedPair, Link, PreparedPair, che
 from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike, checkpoint_paths
 from nmtkit.generate.word_alignment import soft_symmetrize
+from nmtkit.utils.checks import text_lines
 
 SYMMETRIZATIONS = ALL_METHODS
 DEFAULT_SYMMETRIZATION = "grow-diag-final-and"
@@ -108,6 +109,7 @@ class Aligner:
     def prepare(self, src_lines: Sequence[str], tgt_lines: Sequence[str], *, pretokenized: bool = False,
                 src_name: str = "<source>", tgt_name: str = "<target>") -> tuple[list[PreparedPair], Optional[list[PreparedPair]]]:
         """Both directions' prepared pairs; every line is checked before any decoding."""
+        src_lines, tgt_lines = text_lines(src_lines, "src_lines"), text_lines(tgt_lines, "tgt_lines")
         b, r = self.bundle, self.reverse
         prepared = prepare_corpus(src_lines, tgt_lines, b.src_pipe, b.tgt_pipe, b.src_dict, b.tgt_dict,
                                   pretokenized=pretokenized, src_path=src_name, tgt_path=tgt_name)
@@ -132,6 +134,7 @@ class Aligner:
         ``token_links``: also links between the model's tokens (``AlignmentRun.token_links``, what
         :meth:`build_lexicon` counts); symmetrized where both models tokenized a pair alike (the
         pairs where they did not keep the forward token links: ``extra["token_links_forward_only"]``)."""
+        src_lines, tgt_lines = text_lines(src_lines, "src_lines"), text_lines(tgt_lines, "tgt_lines")
         fwd_pairs, rev_pairs = prepared or self.prepare(src_lines, tgt_lines, pretokenized=pretokenized,
                                                         src_name=src_name, tgt_name=tgt_name)
         soft = self.method in SOFT_METHODS

@@ -19,6 +19,7 @@ from nmtkit.utils.stdio import input_name
 from nmtkit.generate.bundle import ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.forced import ForcedResult, score_corpus
+from nmtkit.utils.checks import text_lines
 from nmtkit.utils.memory import allocation_guard
 from nmtkit.utils.textio import check_parallel, read_lines
 
@@ -74,6 +75,7 @@ class Scorer:
         return self.score_lines(src_lines, tgt_lines)
 
     def score_lines(self, src_lines: Sequence[str], tgt_lines: Sequence[str]) -> ModelScores:
+        src_lines, tgt_lines = text_lines(src_lines, "src_lines"), text_lines(tgt_lines, "tgt_lines")
         b = self.bundle
         src_seqs = [b.src_dict.encode(b.src_pipe.encode(line)[1], add_eos=True) for line in src_lines]
         tgt_seqs = [b.tgt_dict.encode(b.tgt_pipe.encode(line)[1], add_eos=True) for line in tgt_lines]

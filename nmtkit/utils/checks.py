@@ -61,3 +61,22 @@ def not_a_checkpoint_file(path: str) -> str:
     if os.path.isdir(path):
         return "is a directory, not a checkpoint file"
     return "is not a regular file (a device, pipe or socket), so not a checkpoint file"
+
+
+def text_lines(value: object, what: str) -> list[str]:
+    """``value`` as a list of ``str`` lines, or a :class:`TypeError` naming ``what``.
+
+    Why: the command line reads lines from files, so every line is text; a library caller may
+    pass one string (iterated, it is its characters: BLEU 0 without a word), bytes, None, or a
+    list holding a number, and would get a wrong answer or a failure deep inside."""
+    if isinstance(value, (str, bytes, bytearray)):
+        raise TypeError(f"{what} must be a list of str lines, not one {type(value).__name__} "
+                        "(wrap a single line in a list)")
+    try:
+        lines = list(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"{what} must be a list of str lines, not {type(value).__name__}") from None
+    for k, line in enumerate(lines):
+        if not isinstance(line, str):
+            raise TypeError(f"{what}[{k}] must be a str line, not {type(line).__name__} {line!r:.40}")
+    return lines

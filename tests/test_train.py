@@ -193,9 +193,10 @@ def test_sigterm_ends_a_rank_waiting_for_its_peers(data_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path):
+@pytest.mark.parametrize("arch", ["luong_tiny", "transformer_test"])
+def test_ddp_two_gloo_processes_equal_one_process(data_dir, tmp_path, arch):
     """Two CPU processes, each half of every batch, end with the single process's parameters."""
-    common = [str(data_dir), "--arch", "luong_tiny", "--batch-size", "4", "--max-update", "3", "--dropout", "0",
+    common = [str(data_dir), "--arch", arch, "--batch-size", "4", "--max-update", "3", "--dropout", "0",
               "--no-progress", "--threads", "1", "--max-epoch", "0", "--seed", "3", "--optimizer", "sgd", "--lr", "0.5",
               "--amp", "none"]  # float32: the sums of two processes and of one then agree to rounding
     single = tmp_path / "single"

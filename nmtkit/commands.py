@@ -16,6 +16,7 @@ COMMANDS = {
     "align": "nmtkit.cli.align",
     "average": "nmtkit.cli.average",
     "shortlist": "nmtkit.cli.shortlist",
+    "symmetrize": "nmtkit.cli.symmetrize",
 }
 
 #: The ``nmtkit`` group (every subcommand behind one program).

@@ -38,16 +38,8 @@ if [ "$GUIDED" = 1 ]; then
     if [ ! -f "$WORK/train.eflomal.fr-en.align" ]; then
         "$PEERS/eflomal/bin/eflomal-align" --overwrite -s "$D/train.en" -t "$D/train.fr" \
             -f "$WORK/train.eflomal.fwd" -r "$WORK/train.eflomal.rev"
-        WORK=$WORK python - <<'PY'
-import os
-from nmtkit.evaluate.alignment_io import read_alignments, write_pharaoh
-from nmtkit.evaluate.symmetrize import symmetrize
-w = os.environ["WORK"]
-links = [symmetrize(f, r, "grow-diag-final-and") for f, r in
-         zip(read_alignments(f"{w}/train.eflomal.fwd"), read_alignments(f"{w}/train.eflomal.rev"))]
-write_pharaoh(f"{w}/train.eflomal.en-fr.align", [sorted(s) for s in links])
-write_pharaoh(f"{w}/train.eflomal.fr-en.align", [sorted((j, i) for i, j in s) for s in links])
-PY
+        nmtkit-symmetrize "$WORK/train.eflomal.fwd" "$WORK/train.eflomal.rev" --method grow-diag-final-and \
+            -o "$WORK/train.eflomal.en-fr.align" --flipped-output "$WORK/train.eflomal.fr-en.align"
     fi
 fi
 

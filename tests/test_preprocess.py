@@ -199,3 +199,25 @@ def test_moses_fast_path_for_letters_and_digits_is_exact(lang):
         for w in words:
             want = moses.tokenize(w, escape=False)
             assert pipe.tokenize(w) == ([t.lower() for t in want] if lowercase else want), w
+
+
+def test_a_high_unknown_word_rate_on_valid_is_a_warning_naming_the_flags(tmp_path):
+    from click.testing import CliRunner
+
+    from nmtkit.cli.preprocess import command as preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "train.en").write_text("the cat sits .\nthe dog runs .\n" * 3, encoding="utf-8")
+    (raw / "train.de").write_text("die Katze sitzt .\nder Hund läuft .\n" * 3, encoding="utf-8")
+    (raw / "valid.en").write_text("the cat sits.\nthe dog sits .\n", encoding="utf-8")  # 'sits.': unseen as a word
+    (raw / "valid.de").write_text("die Katze sitzt .\nder Hund läuft .\n", encoding="utf-8")
+    args = ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--validpref", str(raw / "valid")]
+    res = CliRunner().invoke(preprocess, [*args, "--destdir", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    warning = [line for line in res.output.splitlines() if line.startswith("warning:")]
+    assert warning == ["warning: valid: 14.3% of en tokens are <unk> (unknown to the dictionary, which the model cannot "
+                       "output); add --tokenizer moses --bpe subword-nmt (or --bpe sentencepiece)"]
+    quiet = CliRunner().invoke(preprocess, [*args, "--destdir", str(tmp_path / "b"), "--bpe", "subword-nmt",
+                                            "--bpe-merges", "50", "--tokenizer", "moses"])
+    assert quiet.exit_code == 0 and "warning:" not in quiet.output, quiet.output

@@ -84,6 +84,10 @@ def print_summary(meta: dict, elapsed: float) -> None:
     if aligned:
         console.print(f"train alignments: {aligned['word_links']:,} word links -> {aligned['piece_links']:,} piece links")
     console.print(f"done in {elapsed:.1f}s ({total_lines / max(elapsed, 1e-9):,.0f} sentence pairs/s)")
+    from nmtkit.data.preprocess import unknown_word_advice
+
+    for warning in unknown_word_advice(meta):
+        console.print(f"[yellow]warning:[/yellow] {warning}")
 
 
 if __name__ == "__main__":  # python -m nmtkit.cli.preprocess (the console script starts in nmtkit.launch)

@@ -38,23 +38,35 @@ SUITES: dict[str, dict] = {
         ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "bf16", "--threads", "1", "--max-update", "250"]),
     ]},
     "quality-per-hour": {"work": "/root/qph", "steps": [
+        # the same tuning budget on valid for every system (4 variants x 15 min each), then 2 seeds x 1 h each
+        ("quality_per_hour", ["--phase", "tune", "--systems", "nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq",
+                              "--tune-hours", "0.25"]),
         ("quality_per_hour", ["--systems", "nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "--seeds", "1", "2",
                               "--hours", "1"]),
         ("quality_per_hour", ["--phase", "report"]),
     ]},
     "translate-speed": {"work": "/root/qph", "needs": "quality-per-hour", "steps": [
         ("shortlist_valid", []),
-        ("translate_speed", ["--threads", "1", "--repeat", "3"]),
+        ("translate_speed", ["--threads", "1", "2", "--repeat", "3"]),
     ]},
     "score-memory": {"steps": [("score_memory", [])]},
     "aer": {"work": "/root/aer", "steps": [("aer_hansards", [])]},
-    "gpu": {"steps": [("gpu_speed", ["measure"])]},
+    # on a CUDA machine (through the device tool: bench/gpu_run.sh is the whole call there), on the
+    # quality-per-hour data; measure writes files, report scores and records them
+    "gpu": {"work": "/root/qph", "needs": "quality-per-hour (its data directory)", "steps": [
+        ("gpu_speed", ["measure", "--data", "{work}/data", "--test", "{data}/multi30k/test2016.en", "--out-dir", "{work}/gpu",
+                       "--commit", "{commit}"]),
+        ("gpu_speed", ["report", "--from", "{work}/gpu", "--ref", "{data}/multi30k/test2016.de"]),
+    ]},
 }
+
+#: Steps that measure only and never take --record (the records are written by a later step).
+NO_RECORD = {("gpu_speed", "measure")}
 
 #: Tiny settings per module for ``--smoke`` (a pipeline check in seconds to minutes, nothing recorded).
 SMOKE = {
     "train_speed": ["--max-update", "110"],  # two log windows of 50 updates: the steady-state rate needs both
-    "quality_per_hour": ["--hours", "0.01", "--seeds", "1"],
+    "quality_per_hour": ["--hours", "0.01", "--seeds", "1", "--tune-hours", "0.005"],
     "translate_speed": ["--repeat", "1"],
     "score_memory": ["--lines", "2000"],
     "preprocess": ["--bpe-merges", "500"],
@@ -66,18 +78,29 @@ NO_COMMON = {"score_memory", "gemm_speed", "gpu_speed"}
 
 def plan(suite: str, work: str | None, common: list[str], extra: list[str], smoke: bool) -> list[tuple[str, list[str]]]:
     """The steps of ``suite`` as (module, argv)."""
+    import benchlib as bl
+
     spec = SUITES[suite]
+    work = work or spec.get("work", "/root/nmtkit-bench")
+    data = common[common.index("--data") + 1] if "--data" in common else bl.default_data()
+    fill = {"{work}": work, "{data}": data, "{commit}": bl.git_commit().split(" ")[0]}
     out = []
     for module, argv in spec["steps"]:
-        args = list(argv)
+        args = [_fill(a, fill) for a in argv]
         if module not in NO_COMMON:
-            args += ["--work", work or spec.get("work", "/root/nmtkit-bench"), *common]
-        elif "--record" in common:
+            args += ["--work", work, *common]
+        elif "--record" in common and (module, argv[0] if argv else "") not in NO_RECORD:
             args += ["--record"]
         if smoke:
             args += SMOKE.get(module, [])
         out.append((module, args + extra))
     return out
+
+
+def _fill(arg: str, fill: dict[str, str]) -> str:
+    for key, value in fill.items():
+        arg = arg.replace(key, value)
+    return arg
 
 
 def run_step(module: str, argv: list[str]) -> None:
@@ -144,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
               *(["--record"] if args.record else [])]
     steps = plan(args.suite, args.work, common, extra, args.smoke)
     if args.cmd == "plan":
+        if SUITES[args.suite].get("needs"):
+            print(f"# needs: {SUITES[args.suite]['needs']}")
         for module, a in steps:
             print(f"python bench/{module}.py {' '.join(a)}")
         return

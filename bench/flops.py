@@ -144,6 +144,23 @@ def model_macs(model: str, cfg: Any, v: int, s: float, r: float, t: float) -> fl
     raise ValueError(f"no FLOP count for model {model!r}")
 
 
+def sentence_decode_macs(model: str, cfg: Any, v: int, s: float, t_out: float, beam: int) -> float:
+    """Forward MACs of translating one sentence of ``s`` source tokens into ``t_out`` target
+    tokens with a beam of ``beam``: the encoder once, every decoder step for each of the ``beam``
+    hypotheses (finished hypotheses and the search's own work are left out)."""
+    dec = model_macs(model, cfg, v, s, 0.0, t_out)  # per target token, no per-source-token work
+    enc_per_source = model_macs(model, cfg, v, s, 1.0, t_out) - dec
+    return s * enc_per_source + beam * t_out * dec
+
+
+def checkpoint_shape(path: Path) -> tuple[str, dict, int]:
+    """(model name, Config fields, target vocabulary) of an nmtkit checkpoint."""
+    from nmtkit.checkpoint import load_checkpoint
+
+    ck = load_checkpoint(path)
+    return ck["model_name"], dict(ck["model_config"]), len(ck["tgt_dict"])
+
+
 # -- peers ------------------------------------------------------------------------------------------
 def marian_s2s_macs(e: int, h: int, v: int, s: float, r: float) -> float:
     """Marian --type s2s with GRU cells (Nematus): biGRU encoder, conditional GRU decoder (a GRU on

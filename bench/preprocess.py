@@ -210,6 +210,19 @@ def main() -> None:
                                      "OpenNMT-py": (str(peers / "opennmt/bin/python"), "OpenNMT-py")})
         bl.append_results(bl.section("preprocess: Multi30k En-De", bl.machine_info(), load_before, load_after, software, body, cmds))
 
+        def rec(system: str, step: str, run_wall: float, cpu: float, rss: float, ref: float) -> dict:
+            return {"system": system, "step": step, "wall_s": round(run_wall, 2), "cpu_s": round(cpu, 2), "peak_rss_mb": round(rss),
+                    "pairs_s": round(pairs / run_wall, 1), "ratio": round(run_wall / ref, 3), "workers": args.workers,
+                    "bpe_merges": args.bpe_merges, "repeat": args.repeat}
+
+        bl.append_jsonl([rec("nmtkit-preprocess", "full pipeline", nmt_full.wall, nmt_full.cpu, nmt_full.maxrss_mb, nmt_full.wall),
+                         rec("sacremoses+subword-nmt+fairseq-preprocess", "full pipeline", scr_wall, scr_cpu, scr_rss, nmt_full.wall),
+                         rec("nmtkit-preprocess", "binarize", nmt_bin.wall, nmt_bin.cpu, nmt_bin.maxrss_mb, nmt_bin.wall),
+                         rec("fairseq-preprocess", "binarize", fs_bin.wall, fs_bin.cpu, fs_bin.maxrss_mb, nmt_bin.wall),
+                         rec("onmt_build_vocab", "vocabulary", onmt_bin.wall, onmt_bin.cpu, onmt_bin.maxrss_mb, nmt_bin.wall)],
+                        {"bench": "preprocess", "load": {"before": load_before, "after": load_after},
+                         "measure": "wall s of the command(s), fastest of the repeats; ratio = wall / nmtkit's wall (>1: nmtkit faster)"})
+
 
 if __name__ == "__main__":
     main()

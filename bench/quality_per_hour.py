@@ -47,7 +47,13 @@ bound of 1.5 x the source length (+10): ``decoding``.  Each system trains with `
 default) and the report gives mean and spread, and a paired bootstrap (sacrebleu, 1,000
 resamples, BLEU and chrF) of nmtkit's best system against the best peer (``stats.py``).
 
-Phases: ``train`` (then ``eval``) for ``--systems``; ``report`` draws ``bench/quality_per_hour.png``
+The same tuning budget on valid for every system (``--phase tune``): every system trains each
+variant of one grid (``TUNING_GRID``: dropout 0.2/0.3 x learning rate 1e-3/2e-3) for
+``--tune-hours``, and the variant with the best greedy valid BLEU becomes its setting for the
+measured runs (``tune/SYSTEM.choice.json``; without it, each system's documented settings,
+``DEFAULT_HP``, and the report says so).  Test2016 is never looked at before the measured runs.
+
+Phases: ``tune``, ``train`` (then ``eval``) for ``--systems``; ``report`` draws ``bench/quality_per_hour.png``
 from every system evaluated so far and, with ``--record``, writes RESULTS.md and results.jsonl.
 ``--recorded-since DATE`` also draws, dashed, the newest record of each system not in WORK written on
 or after DATE (for a WORK that re-ran only some systems; the reporter says from when the records are
@@ -104,11 +110,51 @@ def run_name(system: str, seed: int) -> str:
 
 
 def system_of(run: str) -> str:
-    return run.split(".seed")[0]
+    return run.split("/")[-1].split(".seed")[0].split(".tune")[0]
+
+
+def hp_of_run(work: Path, run: str) -> dict:
+    """A tuning run (``tune/SYSTEM.tuneK``) uses grid variant K; every other run the tuned choice."""
+    if ".tune" in run:
+        return dict(TUNING_GRID[int(run.split(".tune")[1])])
+    return tuned_hp(work, system_of(run))
 
 
 def seed_of(run: str) -> int:
     return int(run.split(".seed")[1]) if ".seed" in run else 1
+
+
+def usable_cores() -> list[int]:
+    """The CPUs this process may run on (its affinity: a benchmark started under ``taskset -c 0``
+    pins its runs to core 0 only, one at a time), each run pinned to one of them."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def tune(args: argparse.Namespace, dest: Path, txt: Path, work: Path) -> None:
+    """The same tuning budget on valid for every system: each variant of ``TUNING_GRID`` trains for
+    ``--tune-hours`` (as many side by side as there are cores), its checkpoints are scored by greedy
+    valid BLEU, and the best variant becomes the system's setting (``tune/SYSTEM.choice.json``)."""
+    runs = [f"tune/{s}.tune{k}" for s in args.systems for k in range(len(TUNING_GRID))]
+    cores = usable_cores()
+    hours = args.hours
+    args.hours = args.tune_hours
+    try:
+        for wave in [runs[i:i + len(cores)] for i in range(0, len(runs), len(cores))]:
+            bl.in_parallel(lambda k: train_one(args, wave[k], cores[k], dest, txt, work), len(wave))
+            bl.in_parallel(lambda k: eval_one(args, wave[k], cores[k], txt, work, test=False), len(wave))
+    finally:
+        args.hours = hours
+    for s in args.systems:
+        tried = [json.loads((work / f"tune/{s}.tune{k}" / "eval.json").read_text()) for k in range(len(TUNING_GRID))]
+        best = max(tried, key=lambda e: e["best"]["valid_bleu"])
+        choice = {"system": s, "hp": best["hp"], "valid_bleu": best["best"]["valid_bleu"], "tune_hours": args.tune_hours,
+                  "grid": TUNING_GRID, "tried": [{"hp": e["hp"], "valid_bleu": e["best"]["valid_bleu"]} for e in tried]}
+        (work / "tune" / f"{s}.choice.json").write_text(json.dumps(choice, indent=1) + "\n")
+        print(f"{s}: chose {choice['hp']} on valid (greedy BLEU {choice['valid_bleu']:.2f}; tried "
+              + ", ".join(f"{t['hp']}: {t['valid_bleu']:.2f}" for t in choice["tried"]) + ")", flush=True)
 
 
 def runs_in(work: Path) -> list[str]:
@@ -126,7 +172,7 @@ def peer_bin(args: argparse.Namespace, venv: str, tool: str) -> Path:
     return Path(args.peers) / venv / "bin" / tool
 
 
-def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1) -> Path:
+def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1, dropout: float = 0.3, lr: float = 0.002) -> Path:
     """OpenNMT-py's RNN recipe at luong_m30k's shape (see the module docstring)."""
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(
@@ -158,7 +204,7 @@ share_vocab: true
 share_embeddings: true
 share_decoder_embeddings: true
 average_decay: 0.0001
-dropout: [0.3]
+dropout: [{dropout}]
 param_init: 0.1
 world_size: 1
 gpu_ranks: []
@@ -167,7 +213,7 @@ batch_size: {BATCH}
 valid_batch_size: {BATCH}
 normalization: tokens
 optim: adam
-learning_rate: 0.002
+learning_rate: {lr}
 label_smoothing: 0.1
 max_grad_norm: 5
 train_steps: 1000000
@@ -182,26 +228,48 @@ save_model: {out}/model
     return path
 
 
-def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: Path, seed: int = 1) -> tuple[list[list], dict, bool]:
+#: Each system's documented dropout and learning rate (module docstring), the starting point of tuning.
+DEFAULT_HP = {"nmtkit-fp32": {"dropout": 0.2, "lr": 0.002}, "nmtkit-bf16": {"dropout": 0.2, "lr": 0.002},
+              "opennmt": {"dropout": 0.3, "lr": 0.002}, "marian": {"dropout": 0.2, "lr": 0.001},
+              "fairseq": {"dropout": 0.3, "lr": 0.002}}
+
+#: The tuning grid, the same for every system (the same budget on valid): ``--phase tune`` trains
+#: each variant for ``--tune-hours`` and keeps the best greedy valid BLEU (``tuned_hp``).
+TUNING_GRID = [{"dropout": d, "lr": lr} for d in (0.2, 0.3) for lr in (0.001, 0.002)]
+
+
+def tuned_hp(work: Path, system: str) -> dict:
+    """The variant ``--phase tune`` chose on valid for ``system``, else its documented settings."""
+    choice = work / "tune" / f"{system}.choice.json"
+    if choice.is_file():
+        return json.loads(choice.read_text())["hp"]
+    return dict(DEFAULT_HP[system])
+
+
+def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: Path, seed: int = 1,
+               hp: Optional[dict] = None) -> tuple[list[list], dict, bool]:
     """(setup commands, then the training command), extra environment, and whether the training
-    command must be stopped with SIGTERM at the deadline (it has no wall-time limit of its own)."""
+    command must be stopped with SIGTERM at the deadline (it has no wall-time limit of its own).
+    ``hp``: dropout and learning rate (default: the system's documented ones, ``DEFAULT_HP``)."""
     per_epoch = updates_per_epoch(txt)
+    hp = {**DEFAULT_HP[system], **(hp or {})}
+    dropout, lr = hp["dropout"], hp["lr"]
     if system.startswith("nmtkit"):
         amp = "bf16" if system.endswith("bf16") else "none"
         return [["nmtkit-train", dest, "--arch", "luong_m30k", "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
                  "--amp", amp, "--batch-size", BATCH, "--label-smoothing", "0.1", "--max-epoch", "100",
                  "--ema-decay", "0.999", "--lr-schedule", "anneal", "--anneal-fraction", "0.2",
-                 "--encoder-hidden-size", "256", "--dropout", "0.2", "--stop-time-hours", args.hours]], {}, False
+                 "--encoder-hidden-size", "256", "--dropout", dropout, "--lr", lr, "--stop-time-hours", args.hours]], {}, False
     if system == "opennmt":
-        yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", per_epoch, seed)
+        yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", per_epoch, seed, dropout, lr)
         return [[peer_bin(args, "opennmt", "onmt_build_vocab"), "-config", yaml, "-n_sample", "-1"],
                 [peer_bin(args, "opennmt", "onmt_train"), "-config", yaml]], bl.ONMT_ENV, True
     if system == "marian":
         (w / "ckpt").mkdir(parents=True, exist_ok=True)
         return [[peer_bin(args, "marian", "pymarian"), "--type", "s2s", "--enc-type", "bidirectional", "--enc-cell", "gru",
                  "--dec-cell", "gru", "--dim-emb", 256, "--dim-rnn", 256, "--tied-embeddings-all", "--layer-normalization",
-                 "--dropout-rnn", 0.2, "--dropout-src", 0.1, "--dropout-trg", 0.1, "--label-smoothing", 0.1,
-                 "--exponential-smoothing", "--learn-rate", 0.001, "--clip-norm", 5, "--train-sets", txt / "train.en", txt / "train.de",
+                 "--dropout-rnn", dropout, "--dropout-src", 0.1, "--dropout-trg", 0.1, "--label-smoothing", 0.1,
+                 "--exponential-smoothing", "--learn-rate", lr, "--clip-norm", 5, "--train-sets", txt / "train.en", txt / "train.de",
                  "--vocabs", w / "vocab.yml", w / "vocab.yml", "--cpu-threads", 1, "--mini-batch", BATCH, "--maxi-batch", 100,
                  "--max-length", 100, "--save-freq", f"{per_epoch}u", "--disp-freq", "100u", "--valid-freq", "1000000u",
                  "--model", w / "ckpt" / "model.npz", "--seed", seed, "--sigterm", "save-and-exit", "--log", w / "marian_train.log"]], {}, True
@@ -212,9 +280,9 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
                 [peer_bin(args, fs, "fairseq-train"), w / "bin", "--cpu", "--seed", seed, "--arch", "lstm", "--encoder-layers", "2",
                  "--decoder-layers", "2", "--encoder-bidirectional", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
                  "--encoder-hidden-size", "256", "--decoder-hidden-size", "256", "--decoder-out-embed-dim", "256",
-                 "--share-all-embeddings", "--dropout", "0.3", "--criterion", "label_smoothed_cross_entropy",
+                 "--share-all-embeddings", "--dropout", dropout, "--criterion", "label_smoothed_cross_entropy",
                  "--store-ema", "--ema-decay", "0.999",
-                 "--label-smoothing", "0.1", "--optimizer", "adam", "--lr", "0.002", "--clip-norm", "5",
+                 "--label-smoothing", "0.1", "--optimizer", "adam", "--lr", lr, "--clip-norm", "5",
                  "--lr-scheduler", "reduce_lr_on_plateau", "--lr-shrink", "0.5", "--batch-size", BATCH, "--max-epoch", "100",
                  "--stop-time-hours", args.hours, "--save-dir", w / "ckpt", "--log-format", "simple", "--log-interval", "100",
                  "--num-workers", "0"]], bl.ONMT_ENV, False
@@ -229,7 +297,8 @@ def train_one(args: argparse.Namespace, run: str, core: int, dest: Path, txt: Pa
     if done.is_file():
         return json.loads(done.read_text())
     w.mkdir(parents=True, exist_ok=True)
-    cmds, env, kill = train_plan(args, system, dest, txt, w, seed)
+    hp = hp_of_run(work, run)
+    cmds, env, kill = train_plan(args, system, dest, txt, w, seed, hp)
     env = {**env, **bl.thread_env(1)}
     pin = ["taskset", "-c", str(core)]
     for k, cmd in enumerate(cmds[:-1]):
@@ -251,7 +320,7 @@ def train_one(args: argparse.Namespace, run: str, core: int, dest: Path, txt: Pa
                 break
             time.sleep(1)
     wall = time.time() - start
-    info = {"system": system, "seed": seed, "run": run, "start": start, "train_wall_s": wall, "rc": proc.wait(), "core": core,
+    info = {"system": system, "seed": seed, "run": run, "hp": hp, "start": start, "train_wall_s": wall, "rc": proc.wait(), "core": core,
             "cmds": [shlex.join(map(str, c)) for c in cmds], "env": env, "commit": bl.git_commit(),
             "hours": args.hours, "cpu": bl.cpu_model(), "host": bl.this_host(args.peers)}
     if info["rc"] != 0 and not (stopped and info["rc"] in (-signal.SIGTERM, 143)):  # a crash, not our deadline
@@ -379,8 +448,8 @@ def scores(hyp: Path, ref: Path) -> dict:
             "signature": str(b.get_signature())}
 
 
-def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Path) -> dict:
-    """Greedy valid BLEU of every checkpoint, then beam 5 on test2016 with the best one."""
+def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Path, test: bool = True) -> dict:
+    """Greedy valid BLEU of every checkpoint, then (``test``) beam 5 on test2016 with the best one."""
     w, system = work / run, system_of(run)
     done = w / "eval.json"
     if done.is_file():
@@ -401,6 +470,10 @@ def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Pat
     if not curve:
         sys.exit(f"{run}: no checkpoint in {w / 'ckpt'} (was it trained for less than an epoch?)")
     best = max(curve, key=lambda c: c["valid_bleu"])
+    if not test:  # a tuning run: valid only
+        result = {**info, "curve": curve, "best": best}
+        done.write_text(json.dumps(result, indent=2) + "\n")
+        return result
     hyp = ev / "test2016.beam5.de"
     translate(args, system, Path(best["path"]), sources(args, "test", txt), 5, w, hyp, core=core)
     result = {**info, "curve": curve, "best": best, "test": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'test')}.de")),
@@ -509,7 +582,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
             + (f"Dashed in the picture, from records written on or after {args.recorded_since} (not re-run here): "
                + ", ".join(f"{r['system']} {r['bleu']:.2f} ({r['date']} @ {r['commit']})" for r in recorded) + ".\n\n"
                if recorded else "")
-            + "Set-ups (bench/peers.py):\n\n" + "\n".join(peers_lines()) + "\n\n"
+            + "Set-ups (bench/peers.py):\n\n" + "\n".join(peers_lines()) + "\n\n" + tuning_lines(work, spread)
             + "Each system trained on one core (taskset) for "
             f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the checkpoint with the best "
             f"greedy valid BLEU. Signature: {results[0]['test']['signature']}.\n\nLoad of each pair's training "
@@ -530,6 +603,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
              "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
              "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
              "hours": r["hours"], "cpu": r.get("cpu"), "commit": r["commit"],  # the training machine's and tree's
+             **({"hp": r["hp"], "tuned_on_valid": (work / "tune" / f"{r['system']}.choice.json").is_file()} if r.get("hp") else {}),
              **({"host": r["host"]} if r.get("host") else {})} for r in results]
     if sig and sig["tests"]:
         recs.append({"bench": "quality_per_hour_significance", "system": sig["system"], "peer": sig["peer"],
@@ -540,6 +614,21 @@ def report(args: argparse.Namespace, work: Path) -> None:
                      "tests": sig["tests"]})
     # a run recorded by an earlier report is not appended again (benchlib refuses repeated runs)
     bl.append_jsonl(recs, {})
+
+
+def tuning_lines(work: Path, systems: dict) -> str:
+    """What the same tuning budget on valid chose for each system (or that it was not run)."""
+    lines = []
+    for s in systems:
+        choice = work / "tune" / f"{s}.choice.json"
+        if choice.is_file():
+            c = json.loads(choice.read_text())
+            lines.append(f"- {s}: {c['hp']} (greedy valid BLEU {c['valid_bleu']:.2f} after {c['tune_hours']} h; tried "
+                         + ", ".join(f"{t['hp']} {t['valid_bleu']:.2f}" for t in c["tried"]) + ")")
+        else:
+            lines.append(f"- {s}: not tuned here (`--phase tune`): its documented settings {DEFAULT_HP[s]}")
+    return (f"Tuning on valid, the same grid for every system ({len(TUNING_GRID)} variants of dropout and learning rate, "
+            "each for the same `--tune-hours`):\n\n" + "\n".join(lines) + "\n\n")
 
 
 def peers_lines() -> list[str]:
@@ -595,7 +684,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="training seeds of every system (default: 1 2); "
                     "the report gives mean and spread")
     ap.add_argument("--hours", type=float, default=1.0, help="training wall time of each system (default: %(default)s)")
-    ap.add_argument("--phase", choices=["train", "eval", "report"], default="train", help="train (then eval), eval only, or report")
+    ap.add_argument("--phase", choices=["tune", "train", "eval", "report"], default="train",
+                    help="tune (the same grid and budget on valid for every system), train (then eval), eval only, or report")
+    ap.add_argument("--tune-hours", type=float, default=0.25, help="training wall time of each tuning variant (default: %(default)s)")
     ap.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples (default: %(default)s)")
     ap.add_argument("--recorded-since", metavar="YYYY-MM-DD", help="report: also draw (dashed) the newest recorded run of each "
                     "system not in WORK, from records written on or after this date (say from when they are comparable)")
@@ -608,12 +699,14 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     dest, txt = prepare(args, work)
     check_setup(args, args.systems, dest, txt)
+    if args.phase == "tune":
+        return tune(args, dest, txt, work)
     runs = [run_name(s, seed) for seed in args.seeds for s in args.systems]
-    cores = os.cpu_count() or 1
-    for wave in [runs[i:i + cores] for i in range(0, len(runs), cores)]:  # run k of a wave on core k
+    cores = usable_cores()
+    for wave in [runs[i:i + len(cores)] for i in range(0, len(runs), len(cores))]:  # run k of a wave on usable core k
         load_before = bl.uptime_line()
         if args.phase == "train":
-            bl.in_parallel(lambda k: train_one(args, wave[k], k, dest, txt, work), len(wave))
+            bl.in_parallel(lambda k: train_one(args, wave[k], cores[k], dest, txt, work), len(wave))
         load_after = bl.uptime_line()
 
         def ev(run: str, k: int) -> None:
@@ -626,7 +719,7 @@ def main() -> None:
             (w / "train.json").write_text(json.dumps(meta, indent=2) + "\n")
             eval_one(args, run, k, txt, work)
 
-        bl.in_parallel(lambda k: ev(wave[k], k), len(wave))
+        bl.in_parallel(lambda k: ev(wave[k], cores[k]), len(wave))
 
 
 if __name__ == "__main__":

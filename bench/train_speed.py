@@ -237,6 +237,15 @@ def main(argv: list[str] | None = None) -> None:
                  shlex.join(map(str, vcmd)), "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1 " + prefix + shlex.join(map(str, ocmd))]
     if args.peer == "opennmt" and not args.report_only:
         print(pre_check(args.arch, dest))  # refuses a config that is not nmtkit's shape, before any training
+    if args.peer != "none" and not args.report_only:  # every option of the peer's set-up exists in the installed version
+        import peers as peer_setups
+
+        if args.peer == "opennmt":
+            keys = [f"-{line.split(':')[0]}" for line in yaml.read_text().splitlines()
+                    if line and not line.startswith((" ", "#")) and ":" in line and line.split(":")[0] != "data"]
+            peer_setups.check_flags(ocmd[0], keys)
+        else:
+            peer_setups.check_flags(mcmd[0], mcmd[1:])
     saved = w / "runs.json"
     if args.report_only:
         runs = [bl.Run.from_json(d) for d in json.loads(saved.read_text())]
@@ -252,15 +261,15 @@ def main(argv: list[str] | None = None) -> None:
         ost = onmt_loop_stats(log_text) if args.peer == "opennmt" else marian_loop_stats(log_text, w / "marian" / "model.npz")
     shape_line = ""
     if ost and args.peer == "opennmt" and nst["params"] and ost["params"]:
-        import peers
+        import peers as peer_setups
 
-        shape_line = peers.check_shape(nst["params"], ost["params"], "same", f"{args.arch} against OpenNMT-py (from their logs)")
+        shape_line = peer_setups.check_shape(nst["params"], ost["params"], "same", f"{args.arch} against OpenNMT-py (from their logs)")
     corpus_tok = sum(batch_tokens) / sum(1 for _ in open(txt / "train.de", encoding="utf-8"))
     dropped = None
     if ost and args.peer == "opennmt" and not max_tokens:
-        import peers
+        import peers as peer_setups
 
-        dropped = peers.onmt_dropped_share(ost["loop_tokens"] / ost["measured_updates"], corpus_tok, args.batch_size)
+        dropped = peer_setups.onmt_dropped_share(ost["loop_tokens"] / ost["measured_updates"], corpus_tok, args.batch_size)
     share = flop_fields(args.arch, args.amp, dest, txt, nst["steady_tok_s"], ost["steady_tok_s"] if ost else None,
                         args.peer, w / "marian")
     meta_path = w / "run_meta.json"  # what --report-only needs to describe the run as it happened

@@ -74,6 +74,27 @@ def marian_lex(args: argparse.Namespace, txt: Path, out: Path) -> Path:
     return lex
 
 
+def add_flop_shares(results: list[dict], ckpt: Path, work: Path, txt: Path) -> None:
+    """nmtkit's float32 and bf16 paths: the search's FLOPs per second (bench/flops.py: the encoder
+    once per sentence, the decoder for every hypothesis of the beam and every output piece) net of
+    start-up, and their share of the host's probed peak of that precision (times the threads).  The
+    int8 paths use other units and are left out, and so are the peers (other models)."""
+    import flops
+
+    model, cfg, v = flops.checkpoint_shape(ckpt)
+    src = flops.data_stats(txt / "test.en", txt / "test.de")
+    peak = bl.this_host().get("peak_gflops") or {}
+    for r in results:
+        if r["toolkit"] != "nmtkit" or r["path"] not in ("fp32", "bf16"):
+            continue
+        # output length taken as the reference's BPE pieces per sentence (</s> included)
+        per_sentence = flops.decode_flops(flops.sentence_decode_macs(model, cfg, v, src["s"], src["t"], 5))
+        r["gflops_net"] = round(r["sent_s_net"] * per_sentence / 1e9, 2)
+        prec = "bf16" if r["path"] == "bf16" else "fp32"
+        if peak.get(prec):
+            r["share_of_peak"] = round(r["gflops_net"] / (peak[prec] * r["threads"]), 4)
+
+
 def toolkit(system: str) -> str:
     return "nmtkit" if system.startswith("nmtkit") else system
 
@@ -139,6 +160,7 @@ def main() -> None:
                     print(f"t{threads} {r['toolkit']}-{label}: {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), "
                           f"BLEU {r['bleu']}", flush=True)
     load_after = bl.uptime_line()
+    add_flop_shares(results, nmtkit_ckpt, work, txt)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     body, records = report(results, runs, nmtkit_run, choice)
     print(body)
@@ -192,6 +214,7 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict) -> tu
                             "sent_s": round(a["sent_s"], 2), "sent_s_net": round(a["sent_s_net"], 2),
                             "peer_sent_s_net": round(b["sent_s_net"], 2), "bleu": a["bleu"], "peer_bleu": b["bleu"],
                             "chrf": a["chrf"], "peer_chrf": b["chrf"], "model": a["model"], "peer_model": b["model"],
+                            **{k: a[k] for k in ("gflops_net", "share_of_peak") if k in a},
                             "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run",
                             **({"shortlist": choice["path"]} if apath == "int8+shortlist" else {})})
     return body + "\n" + "\n".join(lines) + "\n", records

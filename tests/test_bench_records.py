@@ -223,9 +223,26 @@ def test_every_suite_plans_and_record_refuses_a_dirty_tree(monkeypatch, capsys):
     main = importlib.import_module("bench.__main__")
     for suite in main.SUITES:
         steps = main.plan(suite, None, ["--record"], [], smoke=False)
-        assert steps and all("--record" in argv for _, argv in steps)
+        # every step records, except a step that only measures for a later one (the GPU machine's)
+        assert steps and all(("--record" in argv) != ((m, argv[0]) in main.NO_RECORD) for m, argv in steps)
+        assert steps[-1][1].count("--record") == 1
     monkeypatch.setattr(benchlib, "uncommitted_changes", lambda: ["nmtkit/x.py"])
     with pytest.raises(SystemExit, match="committed tree"):
         main.refuse_record(smoke=False)
     with pytest.raises(SystemExit, match="never records"):
         main.refuse_record(smoke=True)
+
+
+def test_quality_per_hour_runs_and_the_same_tuning_grid_for_all(tmp_path):
+    import quality_per_hour as qph
+
+    assert qph.run_name("opennmt", 1) == "opennmt" and qph.run_name("opennmt", 2) == "opennmt.seed2"
+    assert [qph.system_of(r) for r in ("nmtkit-bf16", "nmtkit-bf16.seed2", "tune/fairseq.tune3")] == ["nmtkit-bf16"] * 2 + ["fairseq"]
+    assert qph.seed_of("marian.seed2") == 2 and qph.seed_of("marian") == 1
+    assert qph.hp_of_run(tmp_path, "tune/marian.tune1") == qph.TUNING_GRID[1]
+    assert qph.hp_of_run(tmp_path, "marian") == qph.DEFAULT_HP["marian"]  # not tuned: documented settings
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune" / "marian.choice.json").write_text(json.dumps({"hp": {"dropout": 0.3, "lr": 0.002}}))
+    assert qph.hp_of_run(tmp_path, "marian.seed2") == {"dropout": 0.3, "lr": 0.002}
+    assert set(qph.DEFAULT_HP) == set(qph.SYSTEMS)
+    assert qph.usable_cores()

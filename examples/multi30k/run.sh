@@ -19,7 +19,7 @@ TGT=${TGT:-de}
 SEED=${SEED:-1}
 HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
-AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (see README)
+AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (docs/guide/training.md)
 ARCH=${ARCH:-luong_m30k}   # luong_m30k, or a Transformer preset (transformer_tiny, transformer_m30k)
 case "$ARCH" in transformer*) DEFAULT_AVG=5 ;; *) DEFAULT_AVG=3 ;; esac
 AVG=${AVG:-$DEFAULT_AVG}   # average the last N epoch checkpoints

@@ -26,7 +26,7 @@ __all__ = ["console", "parse_device", "handle_errors", "fail", "NmtkitCommand", 
            "batching_options", "search_options", "set_threads"]
 
 
-#: Exit statuses, the same for every subcommand (documented in the README).
+#: Exit statuses, the same for every subcommand (documented in docs/guide/errors.md).
 EXIT_ERROR = 1  # bad input, bad option values found after parsing, failed writes
 EXIT_USAGE = 2  # a command line click cannot parse (unknown option, value out of range)
 EXIT_BROKEN_PIPE = 141  # stdout closed by the reader (``| head``): 128 + SIGPIPE, as a shell reports it
@@ -127,7 +127,7 @@ def _stdout_to_devnull() -> None:
 
 def exit_broken_pipe() -> NoReturn:
     """The reader of stdout went away (``| head``): end quietly with status 141, as a shell reports
-    SIGPIPE (the README's exit-status table), whichever part of a command was printing."""
+    SIGPIPE (the exit-status table of docs/guide/errors.md), whichever part of a command was printing."""
     _stdout_to_devnull()
     sys.exit(EXIT_BROKEN_PIPE)
 

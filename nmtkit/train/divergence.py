@@ -3,7 +3,7 @@
 Why: with too high a learning rate the weights blow up, every later loss is NaN, and the
 optimizer step is skipped for each, so a run used to finish "successfully" with useless
 weights and checkpoints.  fairseq stops on a non-finite gradient norm (fp16: on its loss-scale
-floor); Marian has ``--throw-on-divergence``.  nmtkit's policy (README "Errors and exit codes"):
+floor); Marian has ``--throw-on-divergence``.  nmtkit's policy (docs/guide/errors.md, "Diverging training"):
 
 - an update is *non-finite* when its training loss or its gradient norm is NaN or infinite.  Its
   optimizer step is skipped, so the weights stay those of the last finite update.  With fp16

@@ -1,7 +1,7 @@
 """Resuming a run from ``checkpoint_last.pt``: the policy for changed options and applying it.
 
 The command line of a resumed run is compared with the training options saved in the
-checkpoint (README "Resuming").  An option missing from an older checkpoint counts as its
+checkpoint (docs/guide/training.md, "Resuming").  An option missing from an older checkpoint counts as its
 default.  Options in none of the tables below are applied to the resumed run and announced,
 one line each (``max_epoch 5 -> 8 (from --max-epoch)``); a new ``--lr`` replaces the current
 (possibly decayed) lr.  The tables hold the exceptions; a new option that must not change

@@ -286,3 +286,50 @@ def test_model_library_functions_refuse_one_string_for_lines(random_ckpt, which)
         call("the cat", ["die Katze"])
     with pytest.raises(TypeError, match=r"^tgt_lines\[0\] must be a str line, not NoneType"):
         call(["the cat"], [None])
+
+
+def test_score_help_says_plot_takes_a_file_not_stdout():
+    from nmtkit.cli.score import command as score
+
+    res = CliRunner().invoke(score, ["text", "--help"], terminal_width=200)
+    assert res.exit_code == 0
+    help_line = " ".join(res.output.split("--plot PNG", 1)[1].split("--labels", 1)[0].split())
+    assert help_line == ("Write a PNG of BLEU by length for every system to this file (implies --by-length). A file, "
+                         "not '-': the scores go to standard output.")
+    refused = CliRunner().invoke(score, ["text", "--sys", "h", "--ref", "r", "--plot", "-"])
+    assert refused.exit_code == 1 and "--plot -: the scores are written to standard output" in refused.output
+
+
+#: The documented bound (README, nmtkit.evaluate.metrics.MAX_TER_WORDS).
+MAX_TER_WORDS = 1000
+
+
+@pytest.mark.parametrize("where,extra", [("sys", []), ("ref", []), ("sys", ["--sentence-level"]),
+                                         ("ref", ["--paired-bootstrap"])])
+def test_ter_refuses_a_line_beyond_its_bound_naming_file_and_line(tmp_path, where, extra):
+    from nmtkit.cli.score import command as score
+
+    long_line = " ".join(["w"] * (MAX_TER_WORDS + 1))
+    lines = {"sys": ["a b", "c d", "e f"], "ref": ["a b", "c d", "e f"]}
+    lines[where][1] = long_line
+    files = {k: tmp_path / f"{k}.txt" for k in lines}
+    for k, f in files.items():
+        f.write_text("\n".join(lines[k]) + "\n")
+    sys_args = ["--sys", str(files["sys"])] * (2 if "--paired-bootstrap" in extra else 1)
+    res = CliRunner().invoke(score, ["text", *sys_args, "--ref", str(files["ref"]), "--metrics", "bleu,ter",
+                                     *(["--bootstrap-samples", "2"] if "--paired-bootstrap" in extra else []),
+                                     *(["--labels", "a,b"] if "--paired-bootstrap" in extra else []), *extra])
+    assert res.exit_code == 1, res.output
+    assert error_line(res.output) == (f"nmtkit-score: error: {files[where]}:2: {MAX_TER_WORDS + 1} words: TER scores "
+                                      f"lines of at most {MAX_TER_WORDS} words (its edit distance holds a words x words "
+                                      "table); split the line, or score it without ter")
+
+
+def test_ter_bound_in_the_library_and_a_long_line_without_ter():
+    import nmtkit
+    from nmtkit.errors import InputError
+
+    long_line = " ".join(["w"] * (MAX_TER_WORDS + 1))
+    with pytest.raises(InputError, match=rf"^references 1:1: {MAX_TER_WORDS + 1} words: TER scores lines of at most"):
+        nmtkit.score(["a"], [long_line], "ter")
+    assert nmtkit.score([long_line], [long_line], "bleu")["bleu"].score == pytest.approx(100.0)

@@ -40,7 +40,7 @@ from nmtkit.cli.common import (NmtkitCommand, OneLineUsageError, batching_option
                                handle_errors, run_console_script)
 from nmtkit.errors import NmtkitError
 from nmtkit.evaluate.length_buckets import BucketScore
-from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, BootstrapResult, MetricResult
+from nmtkit.evaluate.metrics import DEFAULT_BOOTSTRAP_SAMPLES, MAX_TER_WORDS, BootstrapResult, MetricResult
 from nmtkit.evaluate.scoring import score_files
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.stdio import input_name, is_stdio
@@ -255,7 +255,7 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print results as J
 @click.option("--ref", "ref_files", multiple=True, metavar="FILE",
               help="Reference translations (repeat for multiple references).")
 @click.option("--metrics", default=None, metavar="LIST", type=MetricList(),
-              help="Comma-separated: bleu,chrf,ter  [default: bleu,chrf]")
+              help=f"Comma-separated: bleu,chrf,ter (TER: lines of at most {MAX_TER_WORDS} words)  [default: bleu,chrf]")
 @click.option("--tokenized", is_flag=True,
               help="BLEU on already tokenized text, whitespace-split only (multi-bleu style, as the papers report).")
 @click.option("--lowercase", "-lc", is_flag=True, help="Case-insensitive scoring.")
@@ -265,7 +265,9 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print results as J
               help="Source sentences: bucket by source length (default: reference length).")
 @click.option("--buckets", default=None, metavar="EDGES",
               help="Bucket edges, e.g. 10,20,30 gives <10, 10-19, 20-29, 30+  [default: 10,20,...,70]")
-@click.option("--plot", default=None, metavar="PNG", help="Plot BLEU by length for every system (implies --by-length).")
+@click.option("--plot", default=None, metavar="PNG",
+              help="Write a PNG of BLEU by length for every system to this file (implies --by-length). A file, not "
+                   "'-': the scores go to standard output.")
 @click.option("--labels", default=None, metavar="A,B", help="Names of the systems, in --sys order.")
 @click.option("--paired-bootstrap", is_flag=True,
               help="Paired bootstrap significance test of the second --sys against the first.")

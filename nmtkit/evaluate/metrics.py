@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
-from nmtkit.errors import NmtkitError
+from nmtkit.errors import InputError, NmtkitError
 
 #: Metric names accepted by :func:`make_metric` and the ``--metrics`` option.
 METRIC_NAMES: tuple[str, ...] = ("bleu", "chrf", "ter")
@@ -105,6 +105,26 @@ def _check_refs(hyps: Sequence[str], refs: Sequence[Sequence[str]]) -> None:
             )
 
 
+#: The longest line (in words, hypothesis or reference) TER scores.  Why: sacrebleu's TER keeps
+#: an edit-distance table of hypothesis words x reference words (and caches its rows), so one
+#: line of 2 million words grew until memory ran out; 1000 x 1000 stays near 100 MB.
+MAX_TER_WORDS = 1000
+
+
+def check_ter_lengths(hyps: Sequence[str], refs: Sequence[Sequence[str]], first_line: int = 1,
+                      names: Optional[Sequence[str]] = None) -> None:
+    """Refuse a line TER cannot score in bounded memory (:data:`MAX_TER_WORDS`), naming its
+    file (``names``: the hypotheses' then each reference stream's) and line number."""
+    streams = [hyps, *refs]
+    labels = list(names) if names is not None else ["hypotheses", *[f"references {k}" for k in range(1, len(refs) + 1)]]
+    for label, stream in zip(labels, streams):
+        for i, line in enumerate(stream):
+            if len(line) > MAX_TER_WORDS and len(line.split()) > MAX_TER_WORDS:  # (a short line is no longer split)
+                raise InputError(label, first_line + i, f"{len(line.split())} words: TER scores lines of at most "
+                                 f"{MAX_TER_WORDS} words (its edit distance holds a words x words table); split "
+                                 "the line, or score it without ter")
+
+
 #: Lines handed to sacrebleu at a time.  Why: sacrebleu caches the n-grams of every reference
 #: line it is given (about 11 kB a line for chrF), so a 1M-line corpus scored in one call took
 #: over 11 GB; summing sufficient statistics chunk by chunk gives the same score in bounded memory.
@@ -120,8 +140,11 @@ class CorpusAccumulator:
     the pair sacrebleu's own significance tests use).
     """
 
-    def __init__(self, name: str, *, tokenized: bool = False, lowercase: bool = False) -> None:
+    def __init__(self, name: str, *, tokenized: bool = False, lowercase: bool = False,
+                 names: Optional[Sequence[str]] = None) -> None:
         self.metric = make_metric(name, tokenized=tokenized, lowercase=lowercase)
+        self.name = name
+        self.names = names  # the files of the hypotheses and references, for errors naming a line
         # sacrebleu warns about tokenized periods per call, i.e. per chunk: count them over the
         # corpus here and warn once, as one call over the whole corpus would
         self._check_periods = not self.metric._force
@@ -134,6 +157,8 @@ class CorpusAccumulator:
         """Add the statistics of a chunk of hypotheses and its reference streams."""
         if not hyps:
             return
+        if self.name == "ter":
+            check_ter_lengths(hyps, refs, self.lines + 1, self.names)
         stats = self.metric._extract_corpus_statistics(list(hyps), [list(r) for r in refs])
         if self._check_periods:
             self.tokenized_periods += sum(1 for h in hyps if h.endswith(" ."))
@@ -204,6 +229,8 @@ def sentence_scores(hyps: Sequence[str], refs: Sequence[Sequence[str]],
                     tokenized: bool = False, lowercase: bool = False) -> list[dict[str, float]]:
     """One ``{metric: score}`` dict per sentence (BLEU with effective order)."""
     _check_refs(hyps, refs)
+    if "ter" in metrics:
+        check_ter_lengths(hyps, refs)
     objs = {m: make_metric(m, tokenized=tokenized, lowercase=lowercase, sentence_level=True)
             for m in metrics}
     out: list[dict[str, float]] = []
@@ -233,6 +260,8 @@ def paired_bootstrap(systems: Sequence[tuple[str, Sequence[str]]], refs: Sequenc
         raise NmtkitError(f"bootstrap samples must be positive, got {n_samples}")
     for _, hyps in systems:
         _check_refs(hyps, refs)
+        if "ter" in metrics:
+            check_ter_lengths(hyps, refs)
     objs = {m: make_metric(m, tokenized=tokenized, lowercase=lowercase) for m in metrics}
     test = PairedTest(
         named_systems=[(name, list(h)) for name, h in systems],

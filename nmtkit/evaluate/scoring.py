@@ -142,7 +142,8 @@ def score_files(sys_files: Sequence[str], ref_files: Sequence[str], *,
         paths = [*sys_files, *ref_files, *([src_file] if src_file is not None else [])]
         refuse_stdin_twice([*[("--sys", s) for s in sys_files], *[("--ref", r) for r in ref_files], ("--src", src_file)])
         chunks = iter_parallel_chunks(paths, SCORE_CHUNK_LINES)  # named as read_lines names them ('-': <stdin>)
-    corpus = [{m: CorpusAccumulator(m, **opts) for m in metric_names} for _ in sys_files]
+    ref_names = [input_name(r) for r in ref_files]
+    corpus = [{m: CorpusAccumulator(m, **opts, names=[input_name(s), *ref_names]) for m in metric_names} for s in sys_files]
     lengths = [LengthBucketAccumulator(edges, **opts) for _ in sys_files] if by_length else None
     sentences: Optional[list[list[dict[str, float]]]] = [[] for _ in sys_files] if sentence_level else None
     for chunk in chunks:

@@ -8,7 +8,6 @@ measured here; run it after a benchmark has recorded (``python bench/glance.py``
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable, Optional
 
 import benchlib as bl

@@ -366,7 +366,7 @@ def report(args: argparse.Namespace) -> None:
     commits = sorted({r["commit"] for r in rows})
     text = bl.section(f"GPU speed ({', '.join(devices)})", f"{', '.join(devices)} (device tool), torch {rows[0]['torch']}",
                       "n/a: the GPU machine ran nothing else", "n/a", f"nmtkit @ {', '.join(commits)}", body,
-                      [f"bash bench/gpu_run.sh COMMIT [measure options]  # on the GPU machine, through the device tool",
+                      ["bash bench/gpu_run.sh COMMIT [measure options]  # on the GPU machine, through the device tool",
                        "python bench/gpu_speed.py report " + " ".join(f"--from {d}" for d in args.from_dir)
                        + f" --ref {args.ref} --record"])
     print(text)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from collections import OrderedDict
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 RESULTS_MD = HERE / "RESULTS.md"

@@ -97,7 +97,7 @@ def load_checkpoint(path: str | os.PathLike, mmap: bool = True) -> dict[str, Any
             ckpt = torch.load(source if mmap else fh, map_location="cpu", weights_only=True, mmap=mmap)
         except pickle.UnpicklingError:  # a torch file holding objects nmtkit never writes (another toolkit's)
             raise NmtkitError(f"{p} is not an nmtkit checkpoint") from None
-        except Exception as exc:  # torch raises RuntimeError/EOFError/... for damaged files
+        except Exception as exc:  # noqa: BLE001 - torch raises RuntimeError/EOFError/... for damaged files
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise NmtkitError(f"{p}: not a readable nmtkit checkpoint (truncated or corrupt? {first})") from None
         if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:

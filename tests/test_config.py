@@ -2,7 +2,6 @@
 run writes: a dumped configuration loads back to the same options and the same run."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch

@@ -156,10 +156,10 @@ def test_bad_alignfile_options(tiny_parallel, tmp_path):
 
 def test_error_in_second_prefix_names_that_file_and_its_line(tmp_path):
     raw = tmp_path / "raw"
-    for name, align in (("a", "0-0\n"), ("b", "0-0\n0-9\n")):
-        write(raw / f"{name}.en", "x\n" * align.count("\n"))
-        write(raw / f"{name}.de", "X\n" * align.count("\n"))
-        write(raw / f"{name}.align", align)
+    for name, links in (("a", "0-0\n"), ("b", "0-0\n0-9\n")):
+        write(raw / f"{name}.en", "x\n" * links.count("\n"))
+        write(raw / f"{name}.de", "X\n" * links.count("\n"))
+        write(raw / f"{name}.align", links)
     err = one_line_error(prep(raw, tmp_path / "bin", "--alignfile", f"{raw / 'a'},{raw / 'b'}", train="a,b"))
     assert re.search(r"b\.align:2: target index 9", err), err
 

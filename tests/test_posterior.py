@@ -12,7 +12,7 @@ from nmtkit.cli.align import command as align
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.models import build_model, resolve_config
 from nmtkit.models import posterior as posterior_mod
-from nmtkit.models.rnnsearch import maxout, next_tokens
+from nmtkit.models.rnnsearch import next_tokens
 from tests.conftest import make_checkpoint, write
 
 SRC = torch.tensor([[5, 6, 7, 2], [8, 9, 2, 0]])

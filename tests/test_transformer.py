@@ -288,7 +288,6 @@ def test_resume_is_bit_exact(data_dir, tmp_path) -> None:  # noqa: ANN001
 
 
 def _trained(data_dir, tmp_path):  # noqa: ANN001, ANN202
-    from nmtkit.checkpoint import load_checkpoint
     from nmtkit.generate.bundle import load_ensemble
 
     _train(data_dir, tmp_path / "ck")

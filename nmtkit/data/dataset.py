@@ -271,7 +271,7 @@ class Batch:
         )
 
 
-def pad_sequences(seqs: list[np.ndarray] | list[list[int]], append_eos: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_sequences(seqs: Sequence[np.ndarray] | Sequence[Sequence[int]], append_eos: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad id sequences (appending ``</s>``) into ``[B, L]`` plus lengths."""
     lens = [len(s) + (1 if append_eos else 0) for s in seqs]
     out = torch.full((len(seqs), max(lens) if lens else 0), PAD_ID, dtype=torch.long)

@@ -40,7 +40,7 @@ def dtype_for_vocab(vocab_size: int) -> tuple[int, type]:
     return (1, np.uint16) if vocab_size <= 65535 else (2, np.int32)
 
 
-def write_indexed(prefix: str | os.PathLike, sentences: Iterable[Sequence[int]], vocab_size: int) -> int:
+def write_indexed(prefix: str | os.PathLike, sentences: Iterable[Sequence[int] | np.ndarray], vocab_size: int) -> int:
     """Write ``prefix.bin`` and ``prefix.idx``; returns the number of sentences.
 
     Callers write into a temporary directory (preprocess does), so no partial file survives.
@@ -49,7 +49,7 @@ def write_indexed(prefix: str | os.PathLike, sentences: Iterable[Sequence[int]],
     sizes: list[int] = []
     with open(f"{prefix}.bin", "wb") as fb:
         for ids in sentences:
-            arr = np.asarray(ids, dtype=dtype)
+            arr: np.ndarray = np.asarray(ids, dtype=dtype)
             fb.write(arr.tobytes())
             sizes.append(len(arr))
     size_arr = np.asarray(sizes, dtype=np.int32)

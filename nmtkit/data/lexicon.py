@@ -40,14 +40,13 @@ def build_lexicon(counts: dict[str, Counter], min_count: int = 2, top_k: int = 1
     word's best count (descending), then source word, then count (descending) and target, so a
     word's entries are adjacent and, with ``top_k=1``, the order is by descending count.
     """
-    entries = []
+    entries: list[tuple[str, str, int, int]] = []
     for src, tgts in counts.items():
         ranked = sorted(tgts.items(), key=lambda kv: (-kv[1], kv[0]))[:top_k]
         kept = [(tgt, n) for tgt, n in ranked if n >= min_count]
         entries.extend((src, tgt, n, kept[0][1]) for tgt, n in kept)
     entries.sort(key=lambda e: (-e[3], e[0], -e[2], e[1]))
-    entries = [(src, tgt, n) for src, tgt, n, _ in entries]
-    return entries
+    return [(src, tgt, n) for src, tgt, n, _ in entries]
 
 
 def lexicon_lines(entries: Sequence[tuple[str, str, int]], with_counts: bool) -> list[str]:

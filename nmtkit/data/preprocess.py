@@ -112,7 +112,8 @@ def run_preprocess(opt: PreprocessOptions, progress=None) -> dict:  # noqa: ANN0
     src, tgt = opt.source_lang, opt.target_lang
     pipes = {lang: TextPipeline(lang=lang, tokenizer=opt.tokenizer, lowercase=opt.lowercase) for lang in (src, tgt)}
     raw = _read_splits(opt)
-    word_links = _read_alignfiles(align_prefs, opt.trainpref.split(","), src, raw["train"]) if align_prefs else None
+    train_prefs = opt.trainpref.split(",") if opt.trainpref else []
+    word_links = _read_alignfiles(align_prefs, train_prefs, src, raw["train"]) if align_prefs else None
     with atomic_directory(opt.destdir, overwrite=opt.overwrite, owned=is_data_dir, writer=WRITER) as out:
         splits = _tokenize_splits(raw, pipes, opt, progress)
         meta_bpe, pieces = _apply_bpe(splits, pipes, opt, out, progress)
@@ -403,7 +404,7 @@ def _write_train_alignments(prefix: Path, word_links: list, train, split: SplitT
         tgt_of = piece_word_index(t_lines[orig], split.tgt_tokens[k], tgt_pieces[k], identity_tokens=identity)
         out.append(piece_links(word_links[orig], src_of, tgt_of))
     n_piece_links = write_alignments(prefix, out)
-    return {"files": [f"{p}.{ALIGN_SUFFIX}" for p in opt.alignfile.split(",")],
+    return {"files": [f"{p}.{ALIGN_SUFFIX}" for p in (opt.alignfile or "").split(",")],
             "word_links": sum(len(word_links[orig]) for orig in (split.kept or [])),
             "piece_links": n_piece_links}
 
@@ -457,7 +458,7 @@ def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out
         Path(vocab_path).unlink()
         return codes_name
 
-    counts = {src: Counter(), tgt: Counter()}
+    counts: dict[str, Counter] = {src: Counter(), tgt: Counter()}
     for toks in train.src_tokens:
         counts[src].update(toks)
     for toks in train.tgt_tokens:
@@ -487,7 +488,7 @@ def _require_entries(d: Dictionary, lang: str, threshold: int, nwords: int) -> D
 def _build_dictionaries(train_pieces, opt: PreprocessOptions) -> tuple[Dictionary, Dictionary]:  # noqa: ANN001
     if opt.joined_dictionary:
         if opt.srcdict or opt.tgtdict:
-            d = _load_dictionary(opt.srcdict or opt.tgtdict)
+            d = _load_dictionary(opt.srcdict or opt.tgtdict or "")
         else:
             c: Counter = Counter()
             for side in train_pieces:

@@ -24,6 +24,7 @@ from nmtkit.generate.align_pipeline import (AlignedPair, Link, PreparedPair, che
                                             prepare_corpus)
 from nmtkit.generate.bundle import DEFAULT_BATCH_SIZE, ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike, checkpoint_paths
+from nmtkit.generate.inference_options import LoadOptions
 from nmtkit.generate.word_alignment import soft_symmetrize
 from nmtkit.utils.checks import text_lines
 
@@ -80,9 +81,9 @@ class Aligner:
         checkpoint_paths(path)  # every file of both directions exists, before any is loaded
         if reverse_path is not None:
             checkpoint_paths(reverse_path)
-        settings = dict(device=device, amp=amp, batch_size=batch_size, max_tokens=max_tokens)
-        bundle = ModelBundle.load(path, **settings)
-        reverse = ModelBundle.load(reverse_path, **settings) if reverse_path is not None else None
+        settings = LoadOptions(device=device, amp=amp, batch_size=batch_size, max_tokens=max_tokens)
+        bundle = ModelBundle.load(path, settings)
+        reverse = ModelBundle.load(reverse_path, settings) if reverse_path is not None else None
         return cls(bundle, reverse=reverse, symmetrize=symmetrize, align_shift=align_shift, posterior=posterior)
 
     @property
@@ -153,7 +154,7 @@ class Aligner:
             back = [flip(a.links) for a in rev]
             directions["target->source"] = back
             if soft:
-                links = [sorted(soft_symmetrize(f.attention, r.attention)) for f, r in zip(fwd, rev)]
+                links = [sorted(soft_symmetrize(_attention(f), _attention(r))) for f, r in zip(fwd, rev)]
                 keep = set(keep_attention)
                 for k, a in enumerate(fwd):  # keep only the matrices asked for (heatmaps)
                     if k not in keep:
@@ -195,10 +196,18 @@ class Aligner:
         from nmtkit.utils.progress import progress_bar
 
         with (progress_bar("sentences", transient=True) if show_progress else nullcontext()) as progress:
-            task = progress.add_task(label, total=len(pairs)) if progress is not None else None
-            return force_align(bundle, pairs, align_shift=self.align_shift, keep_attention=keep,
-                               on_batch=(lambda n: progress.advance(task, n)) if progress is not None else None,
+            on_batch = None
+            if progress is not None:
+                task = progress.add_task(label, total=len(pairs))
+                on_batch = lambda n: progress.advance(task, n)  # noqa: E731
+            return force_align(bundle, pairs, align_shift=self.align_shift, keep_attention=keep, on_batch=on_batch,
                                token_links=token_links, posterior=self.posterior)
+
+
+def _attention(pair: AlignedPair) -> torch.Tensor:
+    """The attention matrix a soft symmetrization kept for ``pair``."""
+    assert pair.attention is not None, "soft symmetrization keeps every attention matrix"
+    return pair.attention
 
 
 def check_reverse(forward: ModelBundle, reverse: ModelBundle) -> None:

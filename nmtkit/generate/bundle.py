@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ContextManager, Literal, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, ContextManager, Literal, Optional, Sequence, Union, cast
 
 import numpy as np
 import torch
@@ -30,6 +30,7 @@ from nmtkit.utils.amp import autocast
 if TYPE_CHECKING:
     from nmtkit.data.dataset import DataDir
     from nmtkit.data.dictionary import Dictionary
+    from nmtkit.models.base import Seq2SeqModel
 
 
 def load_ensemble(paths: PathsLike, device: Optional[torch.device] = None) -> tuple[EnsembleModel, list[dict[str, Any]]]:
@@ -94,7 +95,7 @@ class ModelBundle:
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
         if cuda_graphs and "search" not in model.cuda_graph_support:
-            names = ", ".join(sorted({m.model_name for m in model.models if "search" not in m.cuda_graph_support}))
+            names = ", ".join(sorted({m.model_name for m in model.members if "search" not in m.cuda_graph_support}))
             raise NmtkitError(f"--cuda-graphs: the fixed-shape search needs a decoder state of fixed size, which {names} "
                               "does not have (its state grows every step); translate without --cuda-graphs")
         bundle = cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, o.batch_size, o.max_tokens,
@@ -107,7 +108,7 @@ class ModelBundle:
     def of_model(cls, model: torch.nn.Module, src_pipe: TextPipeline, tgt_pipe: TextPipeline,
                  device: torch.device, **settings: Any) -> "ModelBundle":
         """A bundle around a model already in memory (validation BLEU during training)."""
-        ensemble = model if isinstance(model, EnsembleModel) else EnsembleModel([model])
+        ensemble = model if isinstance(model, EnsembleModel) else EnsembleModel([cast("Seq2SeqModel", model)])
         return cls(ensemble, src_pipe, tgt_pipe, device, **settings)
 
     @property
@@ -157,10 +158,12 @@ class ModelBundle:
                     raise NmtkitError(f"{self.name} and {data_dir}: the {side} dictionaries differ (preprocessed "
                                       "with other settings? preprocess with the model's dictionaries)")
         else:
-            for what, mine, theirs in (("tokenizer", src.tokenizer, data.meta.get("tokenizer", "none")),
-                                       ("lowercasing", src.lowercase, bool(data.meta.get("lowercase", False)))):
-                if mine != theirs:
-                    raise NmtkitError(f"{data_dir} was preprocessed with {what} {theirs!r} but the model uses {mine!r}: "
+            checks: tuple[tuple[str, object, object], ...] = (
+                ("tokenizer", src.tokenizer, data.meta.get("tokenizer", "none")),
+                ("lowercasing", src.lowercase, bool(data.meta.get("lowercase", False))))
+            for what, used, found in checks:
+                if used != found:
+                    raise NmtkitError(f"{data_dir} was preprocessed with {what} {found!r} but the model uses {used!r}: "
                                       "the .tok text would not be the model's tokens (use --source/--target)")
         return data
 

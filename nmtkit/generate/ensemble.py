@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence, cast
 
 import torch
 from torch import Tensor, nn
@@ -79,42 +79,47 @@ class EnsembleModel(nn.Module):
         return len(self.models)
 
     @property
+    def members(self) -> list[Seq2SeqModel]:
+        """The models, typed (``nn.ModuleList`` items are plain modules to a type checker)."""
+        return cast("list[Seq2SeqModel]", list(self.models))
+
+    @property
     def src_dict(self) -> Dictionary:
-        return self.models[0].src_dict
+        return self.members[0].src_dict
 
     @property
     def tgt_dict(self) -> Dictionary:
-        return self.models[0].tgt_dict
+        return self.members[0].tgt_dict
 
     @property
     def has_attention(self) -> bool:
-        return any(getattr(m, "has_attention", True) for m in self.models)
+        return any(getattr(m, "has_attention", True) for m in self.members)
 
     @property
     def has_posterior(self) -> bool:
-        return all(getattr(m, "has_posterior", False) for m in self.models)
+        return all(getattr(m, "has_posterior", False) for m in self.members)
 
     @property
     def shares_encoder_rows(self) -> bool:
         """Every member decodes ``g`` rows per encoded sentence (beam search keeps one encoder copy)."""
-        return all(getattr(m, "shares_encoder_rows", False) for m in self.models)
+        return all(getattr(m, "shares_encoder_rows", False) for m in self.members)
 
     @property
     def cuda_graph_support(self) -> frozenset[str]:
         """Where ``--cuda-graphs`` applies to every member (see Seq2SeqModel.cuda_graph_support)."""
-        return frozenset.intersection(*(frozenset(getattr(m, "cuda_graph_support", ())) for m in self.models))
+        return frozenset.intersection(*(frozenset(getattr(m, "cuda_graph_support", ())) for m in self.members))
 
     def max_source_len(self) -> Optional[int]:
         """The longest source every member can take in full (None: no member has a limit)."""
-        limits = [n for n in (m.max_source_len() for m in self.models) if n is not None]
+        limits = [n for n in (m.max_source_len() for m in self.members) if n is not None]
         return min(limits) if limits else None
 
     # -- step API -------------------------------------------------------------------------
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> list[EncoderOutput]:
-        return [m.encode(src_tokens, src_lengths) for m in self.models]
+        return [m.encode(src_tokens, src_lengths) for m in self.members]
 
     def init_decoder_state(self, encs: Sequence[EncoderOutput]) -> list[DecoderState]:
-        return [m.init_decoder_state(e) for m, e in zip(self.models, encs)]
+        return [m.init_decoder_state(e) for m, e in zip(self.members, encs)]
 
     def decode_step(
         self, prev_tokens: Tensor, states: Sequence[DecoderState], encs: Sequence[EncoderOutput]
@@ -122,7 +127,7 @@ class EnsembleModel(nn.Module):
         """One step for ``N`` rows -> (float32 log-probs ``[N, V]``, attention ``[N, S]`` or None,
         new states).  The returned log-prob tensor may be modified in place by the caller."""
         lps, attns, new_states = [], [], []
-        for m, s, e in zip(self.models, states, encs):
+        for m, s, e in zip(self.members, states, encs):
             lp, a, ns = m.decode_step(prev_tokens, s, e)
             lps.append(lp)
             attns.append(a)
@@ -137,18 +142,18 @@ class EnsembleModel(nn.Module):
             yield
             return
         try:
-            for m in self.models:
+            for m in self.members:
                 m.restrict_output(ids)
             yield
         finally:
-            for m in self.models:
+            for m in self.members:
                 m.restrict_output(None)
 
     def reorder_encoder_out(self, encs: Sequence[EncoderOutput], order: Tensor) -> list[EncoderOutput]:
         return [e.reorder(order) for e in encs]
 
     def reorder_decoder_state(self, states: Sequence[DecoderState], order: Tensor) -> list[DecoderState]:
-        return [m.reorder_decoder_state(s, order) for m, s in zip(self.models, states)]
+        return [m.reorder_decoder_state(s, order) for m, s in zip(self.members, states)]
 
     # -- teacher forcing ---------------------------------------------------------------
     def forward_log_probs(
@@ -163,7 +168,7 @@ class EnsembleModel(nn.Module):
             raise NmtkitError(f"{', '.join(self.names)}: only models with has_posterior (rnnsearch, "
                               "luong with attention) compute an attention posterior")
         lps, attns = [], []
-        for m in self.models:
+        for m in self.members:
             if posterior_targets is not None:
                 logits, a = m.forward_with_posterior(src_tokens, src_lengths, prev_output_tokens, posterior_targets)
             else:

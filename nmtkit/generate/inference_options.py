@@ -72,13 +72,13 @@ T = TypeVar("T")
 
 def field_defaults(cls: type) -> dict[str, Any]:
     """``name -> default`` of an options class (what a command's flags show)."""
-    return {f.name: f.default for f in dataclasses.fields(cls)}
+    return {f.name: f.default for f in dataclasses.fields(cls)}  # type: ignore[arg-type]  # any options dataclass
 
 
 def from_values(cls: type[T], values: dict[str, Any], **overrides: Any) -> T:
     """An options object from a command's parsed values (flag destinations are field names);
     ``overrides`` for the fields a command computes."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = set(field_defaults(cls))
     return cls(**{**{k: v for k, v in values.items() if k in names}, **overrides})
 
 

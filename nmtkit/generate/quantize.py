@@ -50,7 +50,7 @@ float weights and is not supported on a quantised model.
 from __future__ import annotations
 
 import warnings
-from typing import Callable, Optional
+from typing import Callable, Optional, cast
 
 import torch
 from torch import Tensor, nn
@@ -184,7 +184,7 @@ class QuantizedRNN(nn.Module):
     def products(self, layer: int, direction: int) -> tuple[Int8Linear, Int8Linear]:
         """(input product, recurrent product) of one layer and direction."""
         k = layer * (2 if self.bidirectional else 1) + direction
-        return self.ih[k], self.hh[k]
+        return cast(Int8Linear, self.ih[k]), cast(Int8Linear, self.hh[k])
 
     def step(self, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
         """One time step; the contract of :func:`~nmtkit.models.common.rnn_step` (eval only)."""
@@ -196,35 +196,38 @@ class QuantizedRNN(nn.Module):
             h_k = h[:, k].contiguous()
             if self.is_lstm:
                 assert c is not None
-                h_k, c_k = lstm_update(self.ih[k](inp) + self.hh[k](h_k), c[:, k])
+                ih, hh = self.products(k, 0)
+                h_k, c_k = lstm_update(ih(inp) + hh(h_k), c[:, k])
                 cs.append(c_k)
             else:
-                h_k = gru_update(self.ih[k](inp), self.hh[k](h_k), h_k)
+                ih, hh = self.products(k, 0)
+                h_k = gru_update(ih(inp), hh(h_k), h_k)
             hs.append(h_k)
             inp = h_k
         return inp, torch.stack(hs, dim=1), (torch.stack(cs, dim=1) if self.is_lstm else None)
 
     def forward(self, x: Tensor, hx: Tensor | tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor | tuple[Tensor, Tensor]]:
         """``x`` ``[N, T, I]``, states ``[layers, N, H]`` -> (top outputs ``[N, T, H]``, final states)."""
-        if self.is_lstm:
+        c: Optional[Tensor] = None
+        if isinstance(hx, tuple):
             h, c = (s.transpose(0, 1) for s in hx)
         else:
-            h, c = hx.transpose(0, 1), None
+            h = hx.transpose(0, 1)
         outs = []
         for t in range(x.size(1)):
             top, h, c = self.step(x[:, t], h, c)
             outs.append(top)
         final_h = h.transpose(0, 1).contiguous()
-        final = (final_h, c.transpose(0, 1).contiguous()) if self.is_lstm else final_h
+        final = (final_h, c.transpose(0, 1).contiguous()) if c is not None else final_h
         return torch.stack(outs, dim=1), final
 
 
 def _register_hooks() -> None:
     """Tell the models' shared step and output-layer code how to run the int8 modules."""
-    RNN_STEPS[QuantizedRNN] = lambda rnn, x, h, c: rnn.step(x, h, c)
-    RNN_PRODUCTS[QuantizedRNN] = lambda rnn, layer, direction: rnn.products(layer, direction)
-    OUTPUT_ROW_SELECTORS[Int8Linear] = lambda layer, ids: layer.rows(ids)
-    INPUT_COLUMN_SELECTORS[Bf16Linear] = lambda layer, columns, float32: layer.columns(columns, float32)
+    RNN_STEPS[QuantizedRNN] = lambda rnn, x, h, c: cast(QuantizedRNN, rnn).step(x, h, c)
+    RNN_PRODUCTS[QuantizedRNN] = lambda rnn, layer, direction: cast(QuantizedRNN, rnn).products(layer, direction)
+    OUTPUT_ROW_SELECTORS[Int8Linear] = lambda layer, ids: cast(Int8Linear, layer).rows(ids)
+    INPUT_COLUMN_SELECTORS[Bf16Linear] = lambda layer, columns, float32: cast(Bf16Linear, layer).columns(columns, float32)
 
 
 _register_hooks()

@@ -45,7 +45,7 @@ import json
 import os
 import stat
 import zipfile
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Optional, Sequence, cast
 
 import numpy as np
 import torch
@@ -255,7 +255,7 @@ def _read_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
                     if shape[0] * dtype.itemsize > info.file_size:
                         raise refuse(f"{name} declares more data than it holds")
                     array = np.empty(shape[0], dtype=dtype)
-                    view, done = memoryview(array).cast("B"), 0
+                    view, done = memoryview(array.data).cast("B"), 0
                     while done < len(view):  # in chunks: one read would hold the member twice
                         chunk = fh.read(min(1 << 24, len(view) - done))
                         if not chunk:
@@ -278,7 +278,8 @@ def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_p
     if is_compiled(table):  # else "invalid UTF-8" at line 1, which says nothing of the mix-up
         raise InputError(table, None, "is a compiled shortlist already; give the text table to compile")
     text = TextTable(ranked_targets(table, lowercase_source), tgt_pipe, tgt_dict)
-    keys, offsets, all_ids, all_ranks = [], [0], [], []
+    keys: list[str] = []
+    offsets, all_ids, all_ranks = [0], [], []  # type: tuple[list[int], list[int], list[int]]
     for key, entries in text.targets.items():
         if "\n" in key:  # split_words never yields one, but a key must not break the list apart
             continue
@@ -295,7 +296,7 @@ def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_p
             progress(1)
     meta = {"format": COMPILED_FORMAT, "version": COMPILED_VERSION,
             "fingerprint": model_fingerprint(tgt_pipe, tgt_dict, lowercase_source), "table": os.fspath(table)}
-    arrays = {
+    arrays: dict[str, Any] = {
         "meta": np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8),
         "keys": np.frombuffer("\n".join(keys).encode("utf-8"), dtype=np.uint8),
         "key_offsets": np.asarray(offsets, dtype=np.int64),
@@ -303,7 +304,7 @@ def compile_shortlist(table: str | os.PathLike, output: str | os.PathLike, tgt_p
         "ranks": np.asarray(all_ranks, dtype=np.int32),
     }
     with atomic_write(output, "wb", encoding=None) as fh:
-        np.savez(fh, **arrays)
+        np.savez(cast(BinaryIO, fh), **arrays)
     return len(keys), len(all_ids)
 
 

@@ -285,7 +285,8 @@ class Translator:
             with self.bundle.autocast():
                 scored = score_references(self.model, src, slen, tgt, tlen, only_unks)
             for (j, c), r in zip(part, scored):
-                out.setdefault(j, {})[c] = r.attention
+                if r.attention is not None:
+                    out.setdefault(j, {})[c] = r.attention
         return out
 
     def _finish(self, item: dict, nbest: list[Hypothesis], unk_attention: Optional[dict[int, torch.Tensor]] = None) -> Translation:

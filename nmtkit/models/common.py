@@ -25,7 +25,7 @@ MAX_MODEL_INT = 2**31 - 1
 MAX_INIT_SCALE = 1e38
 
 
-def option(default: Any, help: str, *, choices: Optional[tuple[str, ...]] = None, flag: bool = True) -> Any:
+def option(default: Any, help: str, *, choices: Optional[tuple[str, ...]] = None, flag: bool = True) -> Any:  # noqa: A002 - click's name
     """A Config field with what ``nmtkit-train`` needs to make a flag of it (its help, its
     choices), declared once where the option is (``nmtkit.cli.model_options`` reads it).
 

@@ -73,14 +73,14 @@ class SaveDirLock:
                     self._take_over(None, f"{self.path} holds no PID; taking it over")
                 elif lock_host not in (None, host):
                     raise NmtkitError(f"{self.save_dir} is in use by an nmtkit-train on host {lock_host} (pid {pid}); "
-                                      f"use another --save-dir, or remove {self.path} if that run is over")
+                                      f"use another --save-dir, or remove {self.path} if that run is over") from None
                 elif pid == os.getpid():
                     self._take_over(pid, f"{self.path}: lock left by this process; taking it over")
                 elif not pid_alive(pid):
                     self._take_over(pid, f"{self.path}: stale lock of pid {pid}, which is no longer running; taking it over")
                 else:
                     raise NmtkitError(f"{self.save_dir} is in use by another nmtkit-train (pid {pid}); stop it or use "
-                                      f"another --save-dir (remove {self.path} only if pid {pid} is not an nmtkit-train)")
+                                      f"another --save-dir (remove {self.path} only if pid {pid} is not an nmtkit-train)") from None
                 continue
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -25,7 +25,7 @@ everything in ``torch.topk``; a model that produces NaNs gives no meaningful tra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor
@@ -148,7 +148,7 @@ class SearchGraphs:
         self.max_buffer_bytes = max_buffer_bytes  # history buffers above this take the eager search
         self.capture = capture
         self.graphs: dict[tuple, _Captured] = {}
-        self.pool: Optional[tuple] = None
+        self.pool: Any = None  # the CUDA graphs' shared memory pool
         self.replays = 0
 
     @staticmethod
@@ -234,7 +234,7 @@ class SearchGraphs:
 
 def _structure(states: list[DecoderState], encs: list[EncoderOutput]) -> tuple:
     """Names, shapes and types of the step's inputs: equal structures can share a graph."""
-    parts = [tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(st.items())) for st in states]
+    parts: list[tuple] = [tuple((k, tuple(v.shape), v.dtype) for k, v in sorted(st.items())) for st in states]
     parts += [(tuple(e.states.shape), e.states.dtype, tuple(sorted((k, tuple(v.shape), v.dtype) for k, v in e.extra.items())))
               for e in encs]
     return tuple(parts)
@@ -251,7 +251,7 @@ def _pad_batch(src_tokens: Tensor, src_lengths: Tensor, n: int, length_step: int
     return out, lengths
 
 
-def _start(max_lens: list[int], n: int, k: int, dev: torch.device) -> dict[str, Tensor]:
+def _start(max_lens: list[int], n: int, k: int, dev: torch.device) -> dict[str, Any]:
     """The values a search starts from (``n`` sentences, the first ``len(max_lens)`` real)."""
     real = len(max_lens)
     max_len = torch.zeros(n, dtype=torch.long, device=dev)
@@ -265,7 +265,7 @@ def _start(max_lens: list[int], n: int, k: int, dev: torch.device) -> dict[str, 
             "max_len_rows": max_len.repeat_interleave(k), "fin_count": torch.zeros(n, dtype=torch.long, device=dev)}
 
 
-def _new_state(states: list[DecoderState], encs: list[EncoderOutput], start: dict[str, Tensor], steps: int, vocab: int,
+def _new_state(states: list[DecoderState], encs: list[EncoderOutput], start: dict[str, Any], steps: int, vocab: int,
                attention: bool) -> _State:
     n, r = start["alive"].size(0), start["last"].size(0)
     dev, src_len, slots = start["last"].device, encs[0].mask.size(1), n * (r // n + 1)
@@ -287,11 +287,11 @@ def _load(s: _State, start: dict[str, Tensor], states: list[DecoderState], encs:
     for buf, new in zip(s.states, states):
         for name, t in buf.items():
             t.copy_(new[name])
-    for buf, new in zip(s.encs, encs):
-        buf.states.copy_(new.states)
-        buf.mask.copy_(new.mask)
-        for name, t in new.extra.items():
-            buf.extra[name].copy_(t)
+    for enc, new_enc in zip(s.encs, encs):
+        enc.states.copy_(new_enc.states)
+        enc.mask.copy_(new_enc.mask)
+        for name, t in new_enc.extra.items():
+            enc.extra[name].copy_(t)
     for m, name in s.derived:
         del s.encs[m].extra[name]  # step 0 makes them again, from the new encoder outputs
 

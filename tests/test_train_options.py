@@ -298,7 +298,7 @@ def test_every_config_field_of_every_model_is_a_flag_in_the_help():
 
 def test_todays_model_flags_keep_working():
     """The names nmtkit-train had before its flags were derived; bools also take --no-X."""
-    args = ["data", "--hidden-size", "8", "--no-input-feeding", "--attention", "local-p", "--score", "dot",
+    args = ["data", "--arch", "luong_tiny", "--hidden-size", "8", "--no-input-feeding", "--attention", "local-p", "--score", "dot",
             "--encoder-bidirectional", "--share-decoder-input-output-embed", "--init", "bahdanau", "--cell", "gru",
             "--dropout-embed", "0.1", "--alignment-head", "--model-opt", "window=4"]
     ctx = train.make_context("train", args)

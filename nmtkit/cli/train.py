@@ -102,7 +102,9 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
               help="Average the weights over the updates (exponential moving average with this decay, e.g. 0.9999; "
                    "0: off). Validation, --eval-bleu and the checkpoints' weights use the average, as Marian's "
                    "--exponential-smoothing does; training goes on from the raw weights.")
-@click.option("--keep-last", default=0, show_default=True, type=click.IntRange(min=0), help="Keep only the last N checkpoint{epoch}.pt files (0: all).")
+@click.option("--keep-last", default=5, show_default=True, type=click.IntRange(min=0),
+              help="Keep only the last N checkpoint{epoch}.pt files (0: all); enough for nmtkit-average --last 5. "
+                   "Epoch and best checkpoints hold the weights only; checkpoint_last.pt also the optimizer state.")
 @click.option("--guided-alignment-weight", default=0.0, show_default=True, type=FiniteFloat(min=0),
               help="Guided alignment: add this weight times a loss between the attention and the links stored by "
                    "nmtkit-preprocess --alignfile (0: off).")

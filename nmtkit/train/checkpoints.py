@@ -43,6 +43,27 @@ def training_payload(trainer: Trainer) -> dict:
     return payload
 
 
+def inference_payload(payload: dict) -> dict:
+    """A training payload without what only resuming reads (the training state: optimizer,
+    schedule, RNG and raw EMA weights): what ``checkpoint_best.pt`` and ``checkpoint{epoch}.pt``
+    hold.  Translate, score, align and ``nmtkit-average`` need only the model; resuming reads
+    ``checkpoint_last.pt``, which keeps everything.  The training options stay (they are small and
+    say how the weights were trained)."""
+    return {k: v for k, v in payload.items() if k != "train_state"}
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB"
+
+
+def saved_sizes(save_dir: Path, written: dict[str, int]) -> str:
+    """``wrote checkpoint_last.pt 45.1 MB, checkpoint3.pt 15.0 MB; ckpt holds 120.3 MB``: what a
+    save wrote and what the save dir's checkpoints take in all (pruned by --keep-last)."""
+    total = sum(p.stat().st_size for p in Path(save_dir).glob("checkpoint*.pt") if p.is_file())
+    files = ", ".join(f"{name} {_mb(size)}" for name, size in written.items())
+    return f"wrote {files}; {save_dir} holds {_mb(total)} of checkpoints"
+
+
 def prune_epoch_checkpoints(save_dir: Path, keep_last: int) -> None:
     """``--keep-last N``: delete ``checkpoint{epoch}.pt`` files older than the last N (0: keep all)."""
     if keep_last <= 0:

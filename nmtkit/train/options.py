@@ -60,8 +60,8 @@ class TrainOptions:
     eval_bleu_max_sentences: int = 0  # 0: the whole split
     #: loss | bleu: what checkpoint_best.pt, --patience and the plateau schedule follow.
     best_checkpoint_metric: str = "loss"
-    #: Keep only the last N checkpoint{epoch}.pt files (0: keep all).
-    keep_last: int = 0
+    #: Keep only the last N checkpoint{epoch}.pt files (0: keep all); 5 leaves nmtkit-average --last 5 its inputs.
+    keep_last: int = 5
     #: λ of guided alignment (0: off): adds λ times an attention-vs-links loss (nmtkit.train.guided);
     #: needs data preprocessed with --alignfile and a model with attention.
     guided_alignment_weight: float = 0.0

@@ -26,7 +26,7 @@ from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.train import distributed as distmod
 from nmtkit.train import resume
-from nmtkit.train.checkpoints import prune_epoch_checkpoints, training_payload
+from nmtkit.train.checkpoints import inference_payload, prune_epoch_checkpoints, saved_sizes, training_payload
 from nmtkit.train.display import TrainDisplay
 from nmtkit.train.ema import WeightAverage, averaged
 from nmtkit.train.divergence import DivergenceGuard, Diverged, weights_problem
@@ -125,6 +125,7 @@ class Trainer:
             self.ddp_model = DistributedDataParallel(self.model, device_ids=ids)
         self.stop_signals = StopSignals()
         self._saved_at: Optional[tuple[int, int, int]] = None  # (epoch, batches_done, update) of the last save
+        self.written: dict[str, int] = {}  # file name -> bytes, of the last save
         self.last_checkpoint_update: Optional[int] = None  # the update checkpoint_last.pt holds (None: no file)
         self.guard = DivergenceGuard(opt.max_nonfinite_updates)
         self.run_log = RunLog(self.save_dir / "train_log.jsonl", enabled=dist.is_main)
@@ -163,8 +164,13 @@ class Trainer:
             return True
         self.state.budget_wall_s = self._local_wall()
         payload = training_payload(self)
+        weights_only = inference_payload(payload)
+        self.written = {}
         for name in names:
-            save_checkpoint(self.save_dir / name, payload)
+            # only checkpoint_last.pt is resumed from: the best and epoch ones leave out the
+            # optimizer state (two thirds of an Adam checkpoint) and the rest of the training state
+            save_checkpoint(self.save_dir / name, payload if name == "checkpoint_last.pt" else weights_only)
+            self.written[name] = (self.save_dir / name).stat().st_size
         self._saved_at = (self.state.epoch, self.state.batches_done, update)
         if "checkpoint_last.pt" in names:
             self.last_checkpoint_update = update
@@ -499,9 +505,11 @@ class Trainer:
         if improved or (v is None and st.best_valid_loss is None and st.best_valid_bleu is None):
             # without validation the newest is the best, unless a validated best exists (a resumed run)
             names.append("checkpoint_best.pt")
-        self.save(names)
+        saved = self.save(names)
         if self.dist.is_main:
             prune_epoch_checkpoints(self.save_dir, opt.keep_last)
+            if saved:
+                display.message(saved_sizes(self.save_dir, self.written))
         self._plot_curve()
         if opt.patience > 0 and st.bad_epochs >= opt.patience:
             display.message(f"early stopping: validation {opt.best_checkpoint_metric} did not improve for {opt.patience} epochs")

@@ -333,3 +333,35 @@ def test_ter_bound_in_the_library_and_a_long_line_without_ter():
     with pytest.raises(InputError, match=rf"^references 1:1: {MAX_TER_WORDS + 1} words: TER scores lines of at most"):
         nmtkit.score(["a"], [long_line], "ter")
     assert nmtkit.score([long_line], [long_line], "bleu")["bleu"].score == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("appears", ["finished-output", "file"])
+def test_preprocess_never_replaces_a_destdir_that_appeared_meanwhile(tiny_parallel, tmp_path, monkeypatch, appears):
+    """Two nmtkit-preprocess into the same new --destdir: the later one replaced the first one's
+    finished output without --overwrite."""
+    import nmtkit.data.preprocess as pre
+    from nmtkit.cli.preprocess import command as preprocess
+
+    dest = tmp_path / "bin"
+    real = pre._build_dictionaries
+
+    def other_run_finishes_first(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        if appears == "file":
+            dest.write_text("someone's file\n")
+        else:
+            dest.mkdir()
+            (dest / "meta.json").write_text('{"format": "nmtkit-data", "other": "run"}\n')
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pre, "_build_dictionaries", other_run_finishes_first)
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(tiny_parallel / "train"),
+                                          "--destdir", str(dest)])
+    assert res.exit_code == 1, res.output
+    assert error_line(res.output) == (f"nmtkit-preprocess: error: {dest}: appeared while this run was writing it "
+                                      "(another run into the same directory?) and is left as it is: use another "
+                                      "directory, or --overwrite to replace it")
+    if appears == "file":
+        assert dest.read_text() == "someone's file\n"
+    else:
+        assert [p.name for p in dest.iterdir()] == ["meta.json"] and "other" in (dest / "meta.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "raw"]  # no temporary directory left

@@ -13,6 +13,7 @@ temporary one) with the reason.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import shutil
@@ -370,6 +371,7 @@ def atomic_directory(dest: str | os.PathLike, overwrite: bool = False, owned: Ca
     if target.is_symlink():  # build at the link's target, as atomic_write does: the link stays a link
         target = Path(os.path.realpath(target))
     check_replaceable(target, overwrite, owned, writer)
+    replacing = target.is_dir() and any(target.iterdir())  # allowed (--overwrite of nmtkit's own directory)
     ensure_dir(target.parent, for_path=target)
     dir_mode = output_mode(target, directory=True)
     try:
@@ -392,14 +394,18 @@ def atomic_directory(dest: str | os.PathLike, overwrite: bool = False, owned: Ca
             raise output_error(exc, target / rel if rel.parts else target) from exc
         try:
             os.chmod(tmp, dir_mode)  # mkdtemp makes it private (0700); the result should not be
-            if target.exists():
+            if replacing and target.exists():
                 old = target.with_name(f".{target.name}.old-{os.getpid()}")
                 os.replace(target, old)
                 os.replace(tmp, target)
                 shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, target)
+            else:  # the kernel renames a directory onto a missing or empty one only: never over another run's
+                os.rename(tmp, target)
         except OSError as exc:
+            if not replacing and exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+                raise OutputError(target, "appeared while this run was writing it (another run into the same "
+                                          "directory?) and is left as it is: use another directory, or --overwrite "
+                                          "to replace it") from None
             raise output_error(exc, target) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -79,7 +79,7 @@ def command(**kw) -> None:  # noqa: ANN003
         translator = _load(kw, search)
     import torch
 
-    from nmtkit.utils.progress import progress_bar
+    from nmtkit.utils.progress import count_lines, progress_bar
 
     from_file = kw["input_path"] is not None and not is_stdio(kw["input_path"])
     in_stream = open(kw["input_path"], "rb") if from_file else sys.stdin.buffer
@@ -91,7 +91,8 @@ def command(**kw) -> None:  # noqa: ANN003
     # a live sentences/s bar only when a person watches stderr and is not typing the input
     show = console.is_terminal and not interactive and not kw["quiet"]
     progress = progress_bar("sentences", transient=True)
-    task = progress.add_task("translate", total=None)
+    # the total when the input is a file: "120/3,000" rather than "120/?"
+    task = progress.add_task("translate", total=count_lines(kw["input_path"]) if show and from_file else None)
 
     def warn_invalid(exc: InputError) -> None:
         click.echo(f"{PROG}: warning: {exc}", err=True)

@@ -1,6 +1,9 @@
 """One look for progress bars: rich, on stderr, with a rate column (lines/s, sentences/s, ...)."""
 from __future__ import annotations
 
+import os
+from typing import Optional
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
@@ -35,3 +38,20 @@ def progress_bar(unit: str = "lines", transient: bool = False) -> Progress:
         transient=transient,
         disable=not console.is_terminal,
     )
+
+
+def count_lines(path: str | os.PathLike) -> Optional[int]:
+    """Lines of a regular file (a last line without a newline counts), for a progress bar's total;
+    None for anything else (a pipe, a device) or a file that cannot be read now: the bar then
+    shows a count without a total, and the command's own read reports any error."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        lines, last = 0, b"\n"
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                lines += chunk.count(b"\n")
+                last = chunk[-1:]
+        return lines + (last != b"\n")
+    except OSError:
+        return None

@@ -365,3 +365,32 @@ def test_preprocess_never_replaces_a_destdir_that_appeared_meanwhile(tiny_parall
     else:
         assert [p.name for p in dest.iterdir()] == ["meta.json"] and "other" in (dest / "meta.json").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin", "raw"]  # no temporary directory left
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "link-to-a-file", "directory", "fifo"])
+def test_a_lock_that_is_not_a_lock_file_is_named_for_what_it_is(data_dir, tmp_path, kind):
+    save, lock = tmp_path / "c", tmp_path / "c" / LOCK_NAME
+    save.mkdir()
+    expected = {
+        "dangling-link": f"{lock} is a symbolic link to {tmp_path / 'gone'}, which does not exist, not a lock file "
+                         "nmtkit-train wrote: remove the link",
+        "link-to-a-file": f"{lock} is a symbolic link to {tmp_path / 'notes.txt'}, not a lock file nmtkit-train "
+                          "wrote: remove the link",
+        "directory": f"{lock} is a directory, not a lock file nmtkit-train wrote: remove it",
+        "fifo": f"{lock} is not a regular file (a device, pipe or socket), not a lock file nmtkit-train wrote: remove it",
+    }[kind]
+    if kind == "dangling-link":
+        lock.symlink_to(tmp_path / "gone")
+    elif kind == "link-to-a-file":
+        (tmp_path / "notes.txt").write_text("12345 otherhost\n")
+        lock.symlink_to(tmp_path / "notes.txt")
+    elif kind == "directory":
+        lock.mkdir()
+    else:
+        os.mkfifo(lock)
+    res = run_train(data_dir, save, "--max-update", "1")
+    assert res.exit_code == 1
+    assert error_line(res.output) == f"nmtkit-train: error: {expected}"
+    assert os.path.lexists(lock) and not any(save.glob("*.pt"))
+    if kind == "link-to-a-file":
+        assert (tmp_path / "notes.txt").read_text() == "12345 otherhost\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Callable, Optional
@@ -65,6 +66,7 @@ class SaveDirLock:
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:
+                self._refuse_not_a_lock_file()
                 pid, lock_host = self._read()
                 if pid is None:
                     if self._age() < _CREATING_GRACE_S:
@@ -91,6 +93,22 @@ class SaveDirLock:
             self.held = True
             return
         raise NmtkitError(f"{self.path}: could not take the lock (another trainer keeps starting?)")
+
+    def _refuse_not_a_lock_file(self) -> None:
+        """A ``.lock`` that is no regular file (a dangling symbolic link, a directory) can never be
+        read as a lock nor taken over: name it, rather than retrying until "another trainer keeps
+        starting"."""
+        try:
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            return  # removed meanwhile: the caller retries
+        if stat.S_ISLNK(mode):
+            gone = "" if self.path.exists() else ", which does not exist"
+            raise NmtkitError(f"{self.path} is a symbolic link to {os.readlink(self.path)}{gone}, not a lock file "
+                              "nmtkit-train wrote: remove the link")
+        if not stat.S_ISREG(mode):
+            what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"
+            raise NmtkitError(f"{self.path} is {what}, not a lock file nmtkit-train wrote: remove it")
 
     def _age(self) -> float:
         try:

@@ -88,13 +88,29 @@ def uncommitted_changes() -> list[str]:
 
 
 class RecordFromCommit(argparse.Action):
-    """``--record``: refused at once (before any measuring) unless the tree is a commit."""
+    """``--record``: refused at once (before any measuring) unless the tree is a commit and this
+    host has been probed (``python -m bench probe``: records give their share of its peak)."""
+
+    needs_probe = True
 
     def __call__(self, parser, namespace, values, option_string=None):  # noqa: ANN001, ANN204
         changed = uncommitted_changes()
         if changed:
             parser.error(f"--record needs a committed tree, and these files have uncommitted changes: {', '.join(changed)}")
+        if self.needs_probe:
+            import host
+
+            fp = host.fingerprint()
+            if not host.cached_peak(fp["id"]):
+                parser.error(f"--record: this host ({fp['label']}, id {fp['id']}) has no probe in bench/hosts.jsonl; "
+                             "run `python -m bench probe` first")
         setattr(namespace, self.dest, True)
+
+
+class RecordFromCommitElsewhere(RecordFromCommit):
+    """``--record`` of figures measured on another machine (the GPU machine's): a committed tree only."""
+
+    needs_probe = False
 
 
 def check_outside_repo(path: Path) -> None:

@@ -72,12 +72,23 @@ def peer_decode_rows(records: list[dict], fast: bool) -> Iterable[list[str]]:
 
 
 def hour_rows(records: list[dict]) -> Iterable[list[str]]:
-    newest = {r["system"]: r for r in records if r.get("bench") == "quality_per_hour"}
+    """The newest report of each system: the mean over its seeds (records of one report share their date)."""
+    import statistics
+
+    qph = [r for r in records if r.get("bench") == "quality_per_hour"]
+    newest = {r["system"]: r for r in qph}
     for system in ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq"):
         if system in newest:
             r = newest[system]
+            batch = list({x.get("seed", 1): x for x in qph if x["system"] == system and x.get("date") == r.get("date")}.values())
+            b, c = [x["bleu"] for x in batch], [x["chrf"] for x in batch]
+            if len(batch) > 1:
+                score = (f"BLEU {statistics.mean(b):.2f} ± {statistics.stdev(b):.2f}, chrF {statistics.mean(c):.2f} ± "
+                         f"{statistics.stdev(c):.2f} ({len(batch)} seeds)")
+            else:
+                score = f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f} (1 seed)"
             yield [f"quality per CPU-hour: {system}, {r['train_wall_s'] / 3600:.2f} h on one core, test2016 beam 5",
-                   f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}", "", "", *stamp(r)]
+                   score, "", "", *stamp(r)]
 
 
 def run_toolkit(records: list[dict], r: dict) -> str:

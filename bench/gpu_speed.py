@@ -400,7 +400,7 @@ def main() -> None:
     r = sub.add_parser("report", help="here, on the files measure wrote")
     r.add_argument("--from", dest="from_dir", action="append", required=True, help="a measure output (repeatable)")
     r.add_argument("--ref", required=True, help="the reference translation of --test")
-    r.add_argument("--record", nargs=0, action=bl.RecordFromCommit, default=False)
+    r.add_argument("--record", nargs=0, action=bl.RecordFromCommitElsewhere, default=False)
     args = ap.parse_args()
     if args.phase == "measure":
         import torch

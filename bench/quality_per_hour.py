@@ -560,7 +560,8 @@ def report(args: argparse.Namespace, work: Path) -> None:
     if not results:
         sys.exit(f"nothing evaluated in {work} yet")
     recorded = recorded_curves({r["system"] for r in results}, args.recorded_since)
-    plot(results, recorded, PICTURE)
+    picture = work / PICTURE.name  # the repository's copy is replaced only when recording
+    plot(results, recorded, picture)
     spread, sig = summary(results, Path(f"{bl.raw_prefix(args.data, 'test')}.de"), args.bootstrap_samples)
     rows = [[r["system"], r.get("seed", 1), f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
              r["best"]["checkpoint"], f"{r['best']['wall_s'] / 60:.0f}", len(r["curve"]), f"{r['train_wall_s'] / 60:.1f}",
@@ -595,6 +596,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
     print(body)
     if not args.record:
         return
+    shutil.copyfile(picture, PICTURE)
     cmds = [c for r in results for c in r["cmds"]]
     bl.append_results(bl.section("Quality per CPU-hour, Multi30k en-de", bl.machine_info(), results[0].get("load_before", ""),
                                  results[-1].get("load_after", ""), "nmtkit " + results[0]["commit"], body, cmds))

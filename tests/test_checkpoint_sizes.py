@@ -26,9 +26,11 @@ def test_only_the_last_checkpoint_carries_the_training_state(data_dir, tmp_path)
     assert all(torch.equal(last["model"][k], epoch["model"][k]) for k in last["model"])
     assert (save / "checkpoint7.pt").stat().st_size < 0.5 * (save / "checkpoint_last.pt").stat().st_size  # Adam: 2 moments
     # each epoch says what it wrote and what the directory holds
-    shown = [line for line in res.output.splitlines() if line.startswith("wrote checkpoint_last.pt")]
-    assert len(shown) == 7 and re.fullmatch(r"wrote checkpoint_last\.pt [\d.]+ MB, checkpoint7\.pt [\d.]+ MB(, checkpoint_best\.pt [\d.]+ MB)?; "
+    shown = [line for line in res.output.splitlines() if "wrote checkpoint_last.pt" in line]
+    assert len(shown) == 7 and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d wrote checkpoint_last\.pt [\d.]+ MB, checkpoint7\.pt [\d.]+ MB(, checkpoint_best\.pt [\d.]+ MB)?; "
                                             + re.escape(str(save)) + r" holds [\d.]+ MB of checkpoints", shown[-1]), shown[-1]
+    assert any(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d epoch 7 done: update 21, valid loss .*", line)
+               for line in res.output.splitlines())  # log lines carry the time
     # averaging, translating and resuming work as before
     res = CliRunner().invoke(average, ["--last", "3", "--save-dir", str(save), "-o", str(tmp_path / "avg.pt")])
     assert res.exit_code == 0, res.output

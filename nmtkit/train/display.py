@@ -1,5 +1,15 @@
-"""The training display: a rich progress bar with rates on a terminal, plain log lines otherwise."""
+"""The training display: a rich progress bar with rates on a terminal, plain log lines otherwise.
+
+Every line it prints starts with the local date and time, so that a log of a run of hours says
+when each epoch ended and how long validation took."""
 from __future__ import annotations
+
+import time
+
+
+def stamp() -> str:
+    """``2026-11-27 18:45:01 ``: the prefix of each training log line (dim on a terminal)."""
+    return f"[dim]{time.strftime('%Y-%m-%d %H:%M:%S')}[/dim] "
 
 
 class TrainDisplay:
@@ -43,13 +53,13 @@ class TrainDisplay:
     def log_line(self, s: dict) -> None:
         if self.enabled and not self.live:
             self.console.print(
-                f"epoch {s['epoch']} update {s['update']}: loss {s['loss']:.3f} ppl {s['ppl']:.2f} lr {s['lr']:.3g} "
+                f"{stamp()}epoch {s['epoch']} update {s['update']}: loss {s['loss']:.3f} ppl {s['ppl']:.2f} lr {s['lr']:.3g} "
                 f"gnorm {s['gnorm']:.2f} {s['tok_per_s']:,.0f} tok/s {s['sent_per_s']:,.1f} sent/s"
             )
 
     def message(self, text: str) -> None:
         if self.is_main:
-            self.console.print(text)
+            self.console.print(stamp() + text)
 
     def end_epoch(self, record: dict, improved: bool) -> None:
         if not self.is_main:
@@ -57,6 +67,6 @@ class TrainDisplay:
         if "valid_loss" in record:
             star = " (best)" if improved else ""
             bleu = f", BLEU {record['valid_bleu']:.2f}" if "valid_bleu" in record else ""
-            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']}, valid loss {record['valid_loss']:.3f}, ppl {record['valid_ppl']:.2f}{bleu}{star}, lr {record['lr']:.3g}")
+            self.console.print(f"{stamp()}[bold]epoch {record['epoch']}[/bold] done: update {record['update']}, valid loss {record['valid_loss']:.3f}, ppl {record['valid_ppl']:.2f}{bleu}{star}, lr {record['lr']:.3g}")
         else:
-            self.console.print(f"[bold]epoch {record['epoch']}[/bold] done: update {record['update']} (no validation split)")
+            self.console.print(f"{stamp()}[bold]epoch {record['epoch']}[/bold] done: update {record['update']} (no validation split)")

@@ -100,7 +100,7 @@ def test_a_model_option_nested_too_deeply_is_one_line():
 
 def test_a_run_log_line_nested_too_deeply_is_dropped_not_a_crash():
     assert _record(b"[" * 200_000) is None
-    assert _record(json.dumps({"event": "epoch"}).encode()) == {"event": "epoch"}
+    assert _record(json.dumps({"time": 1.0, "event": "epoch"}).encode()) == {"time": 1.0, "event": "epoch"}
 
 
 @pytest.mark.parametrize("label", ["$\\foo$", "$x", "a$b$c", "\\$"])

@@ -394,3 +394,47 @@ def test_a_lock_that_is_not_a_lock_file_is_named_for_what_it_is(data_dir, tmp_pa
     assert os.path.lexists(lock) and not any(save.glob("*.pt"))
     if kind == "link-to-a-file":
         assert (tmp_path / "notes.txt").read_text() == "12345 otherhost\n"
+
+
+INVISIBLE_CASES = [
+    ("the cat\u200b sits .", "the cat sits ."),  # zero width space after a word
+    ("the \u200b cat sits .", "the cat sits ."),  # ... standing alone
+    ("the c\u200bat sits .", "the cat sits ."),  # ... inside a word
+    ("the cat\ufeff sits .", "the cat sits ."),  # a byte-order mark inside the line
+    ("the cat sits\u2060 .", "the cat sits ."),  # word joiner
+    ("the cat\u200c sits .", "the cat sits ."),  # a non-joiner beside a space joins nothing
+    ("the \u200dcat sits .", "the cat sits ."),  # nor a joiner
+]
+
+
+@pytest.mark.parametrize("tokenizer", ["none", "moses"])
+@pytest.mark.parametrize("line,clean", INVISIBLE_CASES)
+def test_invisible_characters_are_dropped_by_the_text_pipeline(line, clean, tokenizer):
+    from nmtkit.data.text_pipeline import TextPipeline, split_words
+
+    pipe = TextPipeline("en", tokenizer=tokenizer)
+    assert pipe.tokenize(line) == pipe.tokenize(clean)
+    assert split_words(line) == split_words(clean)
+
+
+def test_joiners_between_two_characters_are_kept():
+    """Persian spelling and emoji sequences need them: only a joiner that joins nothing goes."""
+    from nmtkit.data.text_pipeline import split_words
+
+    assert split_words("\u200cمی\u200cخواهم \u200d") == ["می\u200cخواهم"]
+
+
+def test_invisible_characters_never_become_dictionary_entries(tmp_path):
+    from nmtkit.cli.preprocess import command as preprocess
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    en = [line for line, _ in INVISIBLE_CASES]
+    (raw / "train.en").write_text("\n".join(en) + "\n")
+    (raw / "train.de").write_text("\n".join(["die Katze\u200b sitzt ."] * len(en)) + "\n")
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"),
+                                          "--destdir", str(tmp_path / "bin"), "--tokenizer", "none"])
+    assert res.exit_code == 0, res.output
+    for lang, words in (("en", {"the", "cat", "sits", "."}), ("de", {"die", "Katze", "sitzt", "."})):
+        entries = {line.split(" ")[0] for line in (tmp_path / "bin" / f"dict.{lang}.txt").read_text().splitlines()}
+        assert entries == words, entries

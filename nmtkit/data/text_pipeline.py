@@ -38,7 +38,14 @@ _LINE_START_BOM = re.compile("^\ufeff", re.MULTILINE)
 _SEPARATORS = "\t\r\v\f\x1c\x1d\x1e\x1f\x85\u2028\u2029"
 #: Every other C0/C1 control character (NUL, ESC, DEL ...) is dropped.
 _CONTROLS = "".join(chr(c) for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if chr(c) not in _SEPARATORS + "\n")
-_NORMALIZE = str.maketrans({**{c: " " for c in _SEPARATORS}, **{c: None for c in _CONTROLS}})
+#: Invisible characters that are never part of a word: zero width space, word joiner, and a
+#: byte-order mark inside a line (``cat a b``, an editor): dropped, or ``word\u200b`` and
+#: ``word`` are two vocabulary entries and BLEU drops without a visible difference.
+_INVISIBLE = "\u200b\u2060\ufeff"
+_NORMALIZE = str.maketrans({**{c: " " for c in _SEPARATORS}, **{c: None for c in _CONTROLS + _INVISIBLE}})
+#: Zero width non-joiner and joiner have a job between two characters (Persian and Indic
+#: spelling, emoji sequences), and none beside a space or a line end: there they are dropped.
+_LOOSE_JOINERS = re.compile("(?:^|(?<= ))[\u200c\u200d]+|[\u200c\u200d]+(?= |$)")
 
 
 def normalize_line(line: str) -> str:
@@ -47,9 +54,15 @@ def normalize_line(line: str) -> str:
     Why: such characters are never meant as text; kept, they end up in vocabularies and,
     copied by ``--replace-unk``, in the output, where a ``\\r`` or U+2028 splits one output
     line into several for any reader using ``str.splitlines``.  Every line enters through
-    :func:`split_words` or :meth:`TextPipeline.tokenize`, which both call this.
+    :func:`split_words` or :meth:`TextPipeline.tokenize`, which both call this.  Invisible
+    characters (:data:`_INVISIBLE`, and joiners that join nothing) are dropped for the same reason.
     """
-    return line.translate(_NORMALIZE) if not line.isprintable() else line
+    if line.isprintable():  # no control, format or separator character: nothing to do
+        return line
+    line = line.translate(_NORMALIZE)
+    if "\u200c" in line or "\u200d" in line:
+        line = _LOOSE_JOINERS.sub("", line)
+    return line
 
 
 @lru_cache(maxsize=None)

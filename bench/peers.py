@@ -77,7 +77,8 @@ SETUPS = [
     Setup("opennmt", "quality-per-hour", "closest",
           "encoder_type brnn, enc_layers/dec_layers 2, hidden_size 256 (128 per direction: OpenNMT-py splits one "
           "hidden_size over the directions and its attention needs annotations of the decoder's size, so nmtkit's 256 "
-          "per direction in front of a 256-unit decoder cannot be built), bridge, share_embeddings and "
+          "per direction in front of a 256-unit decoder cannot be built; and its bridge is a square map of the "
+          "per-direction states, smaller than nmtkit's), bridge, share_embeddings and "
           "share_decoder_embeddings, dropout 0.3, Adam 2e-3, label_smoothing 0.1, average_decay 1e-4",
           "OpenNMT-py 3.5.1 docs 'Options: train' (average_decay: 'e.g. 1e-4'), FAQ 'share_embeddings' "
           "(needs a shared vocabulary: share_vocab)", "-average_decay 1e-4 (exponential moving average)",
@@ -120,7 +121,8 @@ def onmt_rnn_params(v_src: int, v_tgt: int, emb: int, hidden: int, layers: int, 
     """OpenNMT-py 3.5.1 RNN encoder-decoder with LSTMs and 'general' global attention: nn.LSTM
     encoder (``hidden // 2`` per direction with brnn), StackedLSTM of LSTMCells in the decoder,
     GlobalAttention ``linear_in`` (h x h) and ``linear_out`` (2h -> h, no bias), the generator
-    (h -> V with bias), the bridge (one ``layers*h`` square Linear with bias for h and for c).
+    (h -> V with bias), the bridge (``onmt/encoders/rnn_encoder.py``: one square Linear with bias
+    for h and one for c, of ``layers x`` the *per-direction* size, applied to the stacked states).
     Checked against the 2.40 M parameters OpenNMT-py printed for shared/peers' smoke model."""
     u = hidden // 2 if brnn else hidden
     dirs = 2 if brnn else 1
@@ -128,7 +130,7 @@ def onmt_rnn_params(v_src: int, v_tgt: int, emb: int, hidden: int, layers: int, 
     dec = sum(_lstm((emb + (hidden if input_feed else 0)) if k == 0 else hidden, hidden) for k in range(layers))
     att = hidden * hidden + 2 * hidden * hidden
     gen = hidden * v_tgt + v_tgt
-    total_h = layers * hidden
+    total_h = layers * u
     br = 2 * (total_h * total_h + total_h) if bridge else 0
     embs = v_src * emb + v_tgt * emb
     if share_embeddings:

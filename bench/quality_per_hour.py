@@ -25,7 +25,8 @@ Systems (``--systems``, any subset, run side by side, one core each, pinned with
   128 units per direction: OpenNMT-py cannot put 256 per direction in front of a 256-unit decoder,
   bench/peers.py; general attention, input feeding, bridge, all embeddings shared, dropout 0.3,
   Adam 2e-3, label smoothing 0.1, its own weight average ``average_decay 1e-4``). Its parameter
-  count equals nmtkit's ``luong_m30k`` without ``--encoder-hidden-size`` exactly;
+  count is nmtkit's ``luong_m30k`` without ``--encoder-hidden-size`` less 0.39 M (its bridge maps
+  the per-direction states, nmtkit's the joined ones), about 8 % fewer;
 * ``marian``: Marian 1.12 ``--type s2s`` (biGRU encoder, conditional-GRU decoder, the layout of
   its Nematus-style examples: layer normalization, RNN/word dropout, exponential smoothing) at
   256/256 with tied embeddings, Adam 1e-3, label smoothing 0.1;
@@ -654,8 +655,8 @@ def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: P
     for s in systems:
         if s in counts:
             print(peers.check_shape(nmtkit, counts[s], peers.setup(s, "quality-per-hour").shape, f"quality per hour, {s}"))
-    if "opennmt" in systems:  # the shape OpenNMT-py can build is nmtkit's own default luong_m30k, exactly
-        print(peers.check_shape(default, counts["opennmt"], "same", "luong_m30k (128 per direction) against OpenNMT-py brnn 256"))
+    if "opennmt" in systems:  # the nearest shape OpenNMT-py can build: nmtkit's own default luong_m30k but for the bridge
+        print(peers.check_shape(default, counts["opennmt"], "closest", "luong_m30k (128 per direction) against OpenNMT-py brnn 256"))
     peers.check_decoding({("nmtkit" if s.startswith("nmtkit") else s): decoding(s, 5) for s in systems})
     # every flag of every set-up exists in the installed peer (a renamed option fails here, not in an hour)
     for s in systems:

@@ -175,9 +175,14 @@ def test_same_shape_pairs_and_the_refusal():
     v = 8000
     # luong_small against OpenNMT-py's unidirectional rnn: the same model, parameter for parameter
     assert peers.nmtkit_params("luong_small", v, v) == peers.onmt_rnn_params(v, v, 256, 256, 2, brnn=False)
-    # luong_m30k's default bidirectional encoder (128 per direction) is OpenNMT-py's brnn 256 with shared embeddings
+    # luong_m30k's default bidirectional encoder (128 per direction) against OpenNMT-py's brnn 256 with shared
+    # embeddings: the same but for the bridge (OpenNMT-py's maps the per-direction states: 2 x (256^2 + 256)
+    # against nmtkit's 2 x (512 x 512 + 512))
     onmt = peers.onmt_rnn_params(v, v, 256, 256, 2, brnn=True, bridge=True, share_embeddings=True, share_decoder_embeddings=True)
-    assert peers.nmtkit_params("luong_m30k", v, v) == onmt
+    assert peers.nmtkit_params("luong_m30k", v, v) - onmt == 2 * (512 * 512 + 512) - 2 * (256 * 256 + 256)
+    no_bridge = peers.onmt_rnn_params(v, v, 256, 256, 2, brnn=True, bridge=False, share_embeddings=True,
+                                      share_decoder_embeddings=True)
+    assert onmt - no_bridge == 2 * (256 * 256 + 256)
     # brnn with hidden_size 512 is not nmtkit's 256 per direction: its decoder is 512 wide
     wide = peers.onmt_rnn_params(v, v, 256, 512, 2, brnn=True, bridge=True, share_embeddings=True, share_decoder_embeddings=True)
     with pytest.raises(peers.CheckFailed):

@@ -11,6 +11,7 @@ import threading
 from typing import Any, Callable, NoReturn, Optional
 
 import click
+import rich_click
 
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.amp import AMP_CHOICES
@@ -355,14 +356,17 @@ def dump_config(config: dict[str, Any]) -> str:
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
-class NmtkitCommand(click.Command):
+class NmtkitCommand(rich_click.RichCommand):
     """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
     click's usage block, so that they read like every other nmtkit error; a reader that closes
     stdout while an eager option (``--help``, ``--list-archs``) prints ends it with status 141.
 
     Every command also takes ``--config FILE.yaml`` (option names as keys, the command line
     overrides them) and ``--dump-config`` (print the effective configuration as YAML and exit):
-    click's ``default_map`` with PyYAML, so the options stay declared once, on the command."""
+    click's ``default_map`` with PyYAML, so the options stay declared once, on the command.
+
+    ``--help`` is rich-click's, its options under headings by topic (:mod:`nmtkit.cli.help_panels`);
+    everything else (errors, exit statuses) stays click's, in nmtkit's one-line form."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -372,6 +376,13 @@ class NmtkitCommand(click.Command):
                                              "4000); the command line overrides them."))
         self.params.append(click.Option(["--dump-config"], is_flag=True, expose_value=False, callback=_want_dump,
                                         help="Print the effective configuration as YAML (what --config reads) and exit."))
+        from rich_click import RichOptionPanel
+
+        from nmtkit.cli.help_panels import panels_for
+
+        flags = [o for p in self.get_params(click.Context(self)) for o in getattr(p, "opts", []) if o.startswith("--")]
+        for title, options in panels_for(self.name or "", flags):
+            self.panels.append(RichOptionPanel(title, options=options))
 
     def invoke(self, ctx: click.Context) -> Any:
         # declaration order: the same file whichever options came from the command line
@@ -387,9 +398,10 @@ class NmtkitCommand(click.Command):
         return super().invoke(ctx)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
-        """UTF-8 standard streams before click prints anything (help, usage errors)."""
+        """UTF-8 standard streams before click prints anything (help, usage errors).  click's own
+        main, not rich-click's, which would draw errors in boxes over several lines."""
         use_utf8_stdio()
-        return super().main(*args, **kwargs)
+        return click.Command.main(self, *args, **kwargs)
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:

@@ -47,7 +47,13 @@ PROG = "nmtkit-preprocess"
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty --destdir that nmtkit-preprocess wrote (never another directory).")
 @handle_errors(PROG)
 def command(**kw) -> None:  # noqa: ANN003
-    """Tokenize, BPE-segment, build dictionaries and binarize parallel text."""
+    """Tokenize, BPE-segment, build dictionaries and binarize parallel text.
+
+    \b
+    Examples:
+      nmtkit-preprocess -s en -t de --trainpref raw/train --validpref raw/valid --destdir data/ende --tokenizer moses --bpe subword-nmt
+      nmtkit-preprocess -s en -t de --trainpref raw/train --validpref raw/valid --destdir data/spm --bpe sentencepiece
+    """
     from nmtkit.data.preprocess import PreprocessOptions, check_destdir, run_preprocess
     from nmtkit.utils.progress import progress_bar
 

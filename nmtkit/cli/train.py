@@ -136,7 +136,16 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @model_options()
 @handle_errors(PROG)
 def command(data: str, **kw) -> None:  # noqa: ANN003
-    """Train a model on DATA (a directory written by nmtkit-preprocess)."""
+    """Train a model on DATA (a directory written by nmtkit-preprocess).
+
+    Rerunning the same command on a --save-dir holding checkpoint_last.pt resumes it.
+
+    \b
+    Examples:
+      nmtkit-train data/ende --arch luong_small --max-tokens 4000 --save-dir ckpt/ende
+      nmtkit-train data/ende --arch rnnsearch_small --stop-time-hours 2 --eval-bleu --save-dir ckpt/rs
+      nmtkit-train --config ckpt/ende/config.yaml --save-dir ckpt/again    # the same run again
+    """
     from nmtkit.train import distributed as distmod
     from nmtkit.train.lock import SaveDirLock
     from nmtkit.train.options import resolve_train_options

@@ -70,7 +70,13 @@ _OUT = field_defaults(OutputOptions)  # the library's defaults, the flags' too
               help="Stop at the first line that is not valid UTF-8 (default: replace its bad bytes by U+FFFD and warn).")
 @handle_errors(PROG)
 def command(**kw) -> None:  # noqa: ANN003
-    """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble."""
+    """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble.
+
+    \b
+    Examples:
+      nmtkit-translate --path ckpt/checkpoint_best.pt < test.en > test.hyp
+      nmtkit-translate --path a.pt:b.pt --beam 10 --replace-unk --input test.en --output test.hyp
+    """
     from nmtkit.utils.startup import long_lived
 
     check_streams(kw)

@@ -527,6 +527,23 @@ def plot(results: list[dict], recorded: list[dict], path: Path) -> None:
     print(f"wrote {path}")
 
 
+def onmt_dropped(work: Path, run: str, txt: Path) -> Optional[float]:
+    """The share of target tokens OpenNMT-py's batches lacked against the corpus (the pairs its
+    batcher skipped, bench/peers.py), from its own training log's report lines."""
+    import peers
+
+    log = work / run / "train.log"
+    if not log.is_file():
+        return None
+    windows = bl.parse_onmt_train_log(log.read_text(encoding="utf-8", errors="replace"))["windows"]
+    if not windows:
+        return None
+    per_batch = sum(w["tgt_tokens"] for w in windows) / windows[-1]["step"]
+    lines = (txt / "train.de").read_text(encoding="utf-8").splitlines()
+    per_pair = sum(len(line.split()) + 1 for line in lines) / len(lines)
+    return peers.onmt_dropped_share(per_batch, per_pair, BATCH)
+
+
 def summary(results: list[dict], refs: Path, n_samples: int = 1000) -> tuple[dict, Optional[dict]]:
     """Mean and spread over seeds per system; a paired bootstrap (stats.py) of nmtkit's best
     system against the best peer (by mean BLEU), on the test2016 output of each seed both have."""
@@ -564,6 +581,9 @@ def report(args: argparse.Namespace, work: Path) -> None:
     picture = work / PICTURE.name  # the repository's copy is replaced only when recording
     plot(results, recorded, picture)
     spread, sig = summary(results, Path(f"{bl.raw_prefix(args.data, 'test')}.de"), args.bootstrap_samples)
+    for r, run in zip(results, runs):
+        if r["system"] == "opennmt":
+            r["dropped"] = onmt_dropped(work, run, work / "bpe")
     rows = [[r["system"], r.get("seed", 1), f"{r['test']['bleu']:.2f}", f"{r['test']['chrf']:.2f}", f"{r['best']['valid_bleu']:.2f}",
              r["best"]["checkpoint"], f"{r['best']['wall_s'] / 60:.0f}", len(r["curve"]), f"{r['train_wall_s'] / 60:.1f}",
              r["commit"], r.get("beside", "")] for r in results]
@@ -584,6 +604,9 @@ def report(args: argparse.Namespace, work: Path) -> None:
             + (f"Dashed in the picture, from records written on or after {args.recorded_since} (not re-run here): "
                + ", ".join(f"{r['system']} {r['bleu']:.2f} ({r['date']} @ {r['commit']})" for r in recorded) + ".\n\n"
                if recorded else "")
+            + "".join(f"OpenNMT-py seed {r.get('seed', 1)}: its batches carried {r['dropped']:.1%} fewer target tokens than the "
+                      "corpus's mean pair x 64 (pairs its batcher skipped, mostly long ones; the others train on every pair).\n\n"
+                      for r in results if r.get("dropped") is not None)
             + "Set-ups (bench/peers.py):\n\n" + "\n".join(peers_lines()) + "\n\n" + tuning_lines(work, spread)
             + "Each system trained on one core (taskset) for "
             f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the checkpoint with the best "
@@ -606,6 +629,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
              "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
              "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
              "hours": r["hours"], "cpu": r.get("cpu"), "commit": r["commit"],  # the training machine's and tree's
+             **({"peer_dropped_token_share": round(r["dropped"], 4)} if r.get("dropped") is not None else {}),
              **({"hp": r["hp"], "tuned_on_valid": (work / "tune" / f"{r['system']}.choice.json").is_file()} if r.get("hp") else {}),
              **({"host": r["host"]} if r.get("host") else {})} for r in results]
     if sig and sig["tests"]:

@@ -438,3 +438,28 @@ def test_invisible_characters_never_become_dictionary_entries(tmp_path):
     for lang, words in (("en", {"the", "cat", "sits", "."}), ("de", {"die", "Katze", "sitzt", "."})):
         entries = {line.split(" ")[0] for line in (tmp_path / "bin" / f"dict.{lang}.txt").read_text().splitlines()}
         assert entries == words, entries
+
+
+@pytest.mark.parametrize("name,args", [("score", ["--sys", "hyp.txt", "--ref", "ref.txt"]),
+                                       ("translate", ["--path", "model.pt"]),
+                                       ("train", ["bin", "--arch", "luong_tiny", "--save-dir", "ck"])])
+@pytest.mark.parametrize("pwd", ["set", "stale"])
+def test_a_deleted_working_directory_is_one_line_before_anything_else(tmp_path, name, args, pwd):
+    import subprocess
+    import sys
+
+    cwd = tmp_path / "was_here"
+    cwd.mkdir()
+
+    def start_in_a_deleted_directory() -> None:
+        os.chdir(cwd)
+        os.rmdir(cwd)
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PWD": str(cwd) if pwd == "set" else str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", f"from nmtkit.launch import {name}; {name}()", *args],
+                          preexec_fn=start_in_a_deleted_directory, env=env, capture_output=True, text=True,
+                          input="a\n", timeout=300)
+    assert proc.returncode == 1 and proc.stdout == ""
+    named = f" {cwd}" if pwd == "set" else ""
+    assert error_line(proc.stderr) == (f"nmtkit-{name}: error: the working directory{named} no longer exists "
+                                       "(deleted or moved away?): cd into an existing one")

@@ -92,7 +92,9 @@ def main() -> None:
                 f"{args.repeat} x {args.iters} calls; training rows include the backward products.\n\n{table}")
         bl.append_results(bl.section("float32 GEMM speed: MKL vs oneDNN", bl.machine_info(), load_before, load_after,
                                      f"torch {torch.__version__}", body, ["python bench/gemm_speed.py --record"]))
-        bl.append_jsonl([{**r, "threads": 1} for r in rows],
+        peak = (bl.this_host().get("peak_gflops") or {}).get("fp32")  # the probe's one-thread float32 peak
+        shares = (lambda r: {"share_of_peak": round(max(r["mkl_gflops"], r["onednn_gflops"]) / peak, 4)}) if peak else (lambda r: {})
+        bl.append_jsonl([{**r, "threads": 1, **shares(r)} for r in rows],
                         {"bench": "gemm_speed", "load": {"before": load_before, "after": load_after}})
 
 

@@ -57,7 +57,10 @@ def _peer(r: dict) -> str:
 
 def _share(r: dict) -> str:
     s = r.get("share_of_peak")
-    return f"{s:.0%}" if isinstance(s, (int, float)) else "n/a (no probe)"
+    if isinstance(s, (int, float)):
+        return f"{s:.0%}"
+    probed = isinstance(r.get("host"), dict) and r["host"].get("peak_gflops")
+    return "n/a" if probed else "n/a (no probe)"
 
 
 SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
@@ -71,7 +74,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
      ("system", "peer", "comparison", "threads", "arch", "model"),
      [("nmtkit path", lambda r: r.get("system")), ("threads", lambda r: r.get("threads")),
       ("sent/s (net)", lambda r: f"{_f(r.get('sent_s', r.get('nmtkit_sent_s')))} ({_f(r.get('sent_s_net'))})"),
-      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("against", lambda r: r.get("peer", "OpenNMT-py")),
+      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("share of peak", _share), ("against", lambda r: r.get("peer", "OpenNMT-py")),
       ("its sent/s (net)", lambda r: f"{_f(r.get('peer_value', r.get('peer_sent_s')))} ({_f(r.get('peer_sent_s_net'))})"),
       ("its BLEU", lambda r: _f(r.get("peer_bleu", r.get("bleu_opennmt")), ".2f")),
       ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f"))]),
@@ -104,7 +107,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
     ("gemm_speed", "float32 products, 1 thread: MKL against oneDNN (GFLOP/s)",
      ("shape", "threads"),
      [("shape", lambda r: r.get("shape")), ("MKL", lambda r: r.get("mkl_gflops")), ("oneDNN", lambda r: r.get("onednn_gflops")),
-      ("ratio", lambda r: r.get("ratio"))]),
+      ("ratio", lambda r: r.get("ratio")), ("share of peak", _share)]),
     ("guided_m30k", "Guided alignment on Multi30k (test2016 BLEU, --replace-unk)",
      ("system", "replace_unk", "unk_from"),
      [("system", lambda r: r.get("system")), ("replace unk", lambda r: r.get("replace_unk")), ("from", lambda r: r.get("unk_from", "")),

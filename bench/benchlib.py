@@ -305,7 +305,10 @@ def gpu_line() -> str:
 
 
 def machine_info() -> str:
+    h = this_host()
     return (
+        f"host {h.get('label')} (id {h.get('id')}; flags {' '.join(h.get('flags', []))}; "
+        f"probed peak GFLOP/s {h.get('peak_gflops') or 'none: python -m bench probe'}); "
         f"CPU: {cpu_model()}, {os.cpu_count()} cores; RAM {mem_total_gib():.1f} GiB; "
         f"{platform.system()} {platform.release()}; Python {platform.python_version()}; {gpu_line()}"
     )

@@ -347,3 +347,27 @@ def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(a
     mask = torch.tensor([[True] * 4, [True, True, False, False]])
     want = torch.stack([torch.softmax(x[1, :2] @ x[1, i], 0) @ x[1, :2] for i in range(4)])
     torch.testing.assert_close(soft_match(x, mask)[1], want)
+
+
+def test_the_alignment_layer_and_heads_can_be_chosen_at_load_time(tmp_path) -> None:  # noqa: ANN001
+    """fairseq's --alignment-layer/--alignment-heads: the bundle's Transformer reports the chosen
+    layer's heads; a bad choice and a model with one attention are one-line refusals."""
+    from nmtkit.generate.bundle import ModelBundle
+    from tests.conftest import make_checkpoint
+
+    ckpt = make_checkpoint(tmp_path / "t.pt", "transformer_test", seed=2, init="uniform", init_scale=0.5)
+    src = torch.tensor([[5, 6, 7, EOS_ID]])
+    prev = torch.tensor([[BOS_ID, 8, 9]])
+    attn = {}
+    for layer, heads in ((None, None), (1, None), (1, 1)):  # trained with the penultimate layer: 0 of 2
+        bundle = ModelBundle.load(str(ckpt), device="cpu", alignment_layer=layer, alignment_heads=heads)
+        model = bundle.model.members[0].eval()
+        with torch.no_grad():
+            attn[layer, heads] = model(src, torch.tensor([4]), prev)[1]
+    assert not torch.allclose(attn[None, None], attn[1, None])
+    assert not torch.allclose(attn[1, None], attn[1, 1])
+    with pytest.raises(NmtkitError, match=r"alignment_layer must be in \[-2, 1\]"):
+        ModelBundle.load(str(ckpt), device="cpu", alignment_layer=2)
+    luong = make_checkpoint(tmp_path / "l.pt", "luong_tiny", seed=2)
+    with pytest.raises(NmtkitError, match="luong has one attention to read"):
+        ModelBundle.load(str(luong), device="cpu", alignment_heads=1)

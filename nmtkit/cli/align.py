@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional
 import click
 from rich.table import Table
 
-from nmtkit.cli.common import (NmtkitCommand, batching_options, console, device_options, handle_errors,
+from nmtkit.cli.common import (NmtkitCommand, alignment_layer_options, batching_options, console, device_options, handle_errors,
                                run_console_script, set_threads)
 from nmtkit.errors import NmtkitError, OutputError
 from nmtkit.evaluate.symmetrize import ALL_METHODS, check_symmetrize_options
@@ -260,7 +260,8 @@ def run_align(o: dict[str, Any]) -> None:
         aligner = Aligner.from_checkpoint(o["path"], reverse_path=o["reverse_path"], symmetrize=o["symmetrize"],
                                           align_shift=o["align_shift"], batch_size=o["batch_size"],
                                           max_tokens=o["max_tokens"], device=o["device"], posterior=o["posterior"],
-                                          amp=o["amp"])
+                                          amp=o["amp"], alignment_layer=o["alignment_layer"],
+                                          alignment_heads=o["alignment_heads"])
 
     # every input is read and checked before any decoding
     if o["data"] is None:
@@ -361,6 +362,7 @@ def _collect_outputs(o: dict[str, Any], aligner, run, golds) -> list[Output]:  #
                    "'source target']")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the scores as JSON on stdout (alignments then go only to --output).")
+@alignment_layer_options()
 @batching_options(default_batch_size=64)
 @device_options()
 @handle_errors(PROG)

@@ -435,6 +435,17 @@ def _stack(*options: Decorator) -> Decorator:
 MAX_THREADS = 1024
 
 
+def alignment_layer_options() -> Decorator:
+    """``--alignment-layer`` and ``--alignment-heads`` (fairseq's names): which attention a model
+    with several layers of heads (the Transformer) reports, instead of the one it was trained with."""
+    return _stack(
+        click.option("--alignment-layer", type=int, default=None, metavar="N",
+                     help="Read alignments from decoder layer N (negative: from the top) [as the model was trained; Transformer only]."),
+        click.option("--alignment-heads", type=click.IntRange(min=0), default=None, metavar="N",
+                     help="Average that layer's first N heads, 0 all [as the model was trained; Transformer only]."),
+    )
+
+
 def device_options(*, threads: bool = True) -> Decorator:
     """``--device``, ``--amp`` and (unless ``threads=False``) ``--threads``."""
     opts = [

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from nmtkit.cli.common import (NmtkitCommand, OneLineUsageError, batching_options, console, device_options,
+from nmtkit.cli.common import (NmtkitCommand, OneLineUsageError, alignment_layer_options, batching_options, console, device_options,
                                handle_errors, run_console_script, search_options, set_threads)
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.generate.inference_options import DEFAULT_BATCH_SIZE, LoadOptions, OutputOptions, field_defaults, from_values
@@ -50,6 +50,7 @@ _OUT = field_defaults(OutputOptions)  # the library's defaults, the flags' too
 @click.option("--align-shift", type=click.IntRange(0, 1), default=_OUT["align_shift"], show_default=True, help="Take output word t's alignment from step t+shift.")
 @click.option("--verbose", "-v", is_flag=True, help="fairseq-style S-/H-/D-/P-/A- lines.")
 @click.option("--buffer-size", default=0, type=click.IntRange(min=0), help="Lines read before translating [1 on a terminal, else 2000].")
+@alignment_layer_options()
 @batching_options(default_batch_size=DEFAULT_BATCH_SIZE)
 @click.option("--max-source-len", type=click.IntRange(min=1), help="Truncate longer inputs (with a warning naming the line) [model limit or 400].")
 @device_options()

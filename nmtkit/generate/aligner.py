@@ -70,18 +70,21 @@ class Aligner:
     def from_checkpoint(cls, path: PathsLike, *, reverse_path: Optional[PathsLike] = None,
                         symmetrize: Optional[str] = None, align_shift: int = 0, batch_size: int = DEFAULT_BATCH_SIZE,
                         max_tokens: Optional[int] = None, device: Union[str, torch.device, None] = None,
-                        posterior: bool = False, amp: str = "auto") -> "Aligner":
+                        posterior: bool = False, amp: str = "auto", alignment_layer: Optional[int] = None,
+                        alignment_heads: Optional[int] = None) -> "Aligner":
         """Load the source->target checkpoint(s) and, if given, the target->source ones.
 
         ``symmetrize`` (with ``reverse_path``): intersect, union, grow-diag-final or
         grow-diag-final-and (the default).  ``align_shift``: read target word t's links from step t+shift.
         ``posterior``: read links off the attention posterior given each target word (rnnsearch, luong).
         ``amp``: mixed precision of the forced decoding (:func:`nmtkit.utils.amp.resolve_amp`).
+        ``alignment_layer``/``alignment_heads``: see :class:`~nmtkit.generate.inference_options.LoadOptions`.
         """
         checkpoint_paths(path)  # every file of both directions exists, before any is loaded
         if reverse_path is not None:
             checkpoint_paths(reverse_path)
-        settings = LoadOptions(device=device, amp=amp, batch_size=batch_size, max_tokens=max_tokens)
+        settings = LoadOptions(device=device, amp=amp, batch_size=batch_size, max_tokens=max_tokens,
+                               alignment_layer=alignment_layer, alignment_heads=alignment_heads)
         bundle = ModelBundle.load(path, settings)
         reverse = ModelBundle.load(reverse_path, settings) if reverse_path is not None else None
         return cls(bundle, reverse=reverse, symmetrize=symmetrize, align_shift=align_shift, posterior=posterior)

@@ -31,7 +31,10 @@ class LoadOptions:
     (:mod:`nmtkit.utils.amp`).  ``quantize="int8"``: dynamic int8 weights (CPU only,
     :mod:`nmtkit.generate.quantize`).  ``cuda_graphs``: the search in fixed shapes, each step a
     CUDA graph replay (a CUDA device, no shortlist; :mod:`nmtkit.generate.search.fixed_shape`).
-    ``data``: use that data directory's text pipelines instead of the checkpoint's."""
+    ``data``: use that data directory's text pipelines instead of the checkpoint's.
+    ``alignment_layer``/``alignment_heads``: read attention from that decoder layer, averaged over
+    its first N heads (0: all), instead of what the model was trained with (models with several
+    attention layers; :meth:`~nmtkit.models.base.Seq2SeqModel.choose_alignment`)."""
 
     device: Any = None
     amp: str = "auto"
@@ -40,6 +43,8 @@ class LoadOptions:
     max_tokens: Optional[int] = None
     cuda_graphs: bool = False
     data: Optional[PathArg] = None
+    alignment_layer: Optional[int] = None
+    alignment_heads: Optional[int] = None
 
 
 @dataclass(frozen=True)

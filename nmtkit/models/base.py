@@ -138,6 +138,15 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
         raise NmtkitError(f"{self.model_name} does not compute an attention posterior (has_posterior is False)")
 
+    def choose_alignment(self, layer: Optional[int], heads: Optional[int]) -> None:
+        """Report the attention of decoder layer ``layer``, averaged over its first ``heads`` heads
+        (None: as configured), as fairseq's ``--alignment-layer``/``--alignment-heads``; only a
+        model with several attention layers has a choice (the Transformer)."""
+        from nmtkit.errors import NmtkitError
+
+        raise NmtkitError(f"--alignment-layer/--alignment-heads: {self.model_name} has one attention to read, "
+                          "not layers of heads to choose from")
+
     def max_source_len(self) -> Optional[int]:
         """The longest source (pieces, without ``</s>``) the model can attend over in full, or
         None when it has no limit.  Translation truncates longer inputs (with a warning)."""

@@ -24,6 +24,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import ClassVar, Optional
@@ -284,6 +285,12 @@ class TransformerModel(Seq2SeqModel):
         self.output_projection = Linear(d, len(tgt_dict), bias=False)
         tie_embeddings(self, self.src_embed, self.tgt_embed, self.output_projection)
         self.align_index = cfg.alignment_layer_index()
+
+    def choose_alignment(self, layer: Optional[int], heads: Optional[int]) -> None:
+        changes = {k: v for k, v in (("alignment_layer", layer), ("alignment_heads", heads)) if v is not None}
+        cfg = dataclasses.replace(self.cfg, **changes)
+        cfg.validate()  # a layer or head count the model does not have: one line naming it
+        self.cfg, self.align_index = cfg, cfg.alignment_layer_index()
 
     # -- embeddings -------------------------------------------------------------------------
     def max_source_len(self) -> Optional[int]:

@@ -95,7 +95,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
      [("pair", lambda r: r.get("pair")), ("system", lambda r: f"{r.get('toolkit', 'nmtkit-fp32')} {r.get('system')}"),
       ("seed(s)", lambda r: r.get("seed", r.get("seeds", ""))), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
       ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f"))]),
-    ("aer", "Alignment error rate, Hansards En-Fr dev (100 gold pairs), lower is better",
+    ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better)",
      ("system", "arch", "symmetrization", "align_shift", "links_from"),
      [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()), ("links", lambda r: r.get("links_from", "")),
       ("symmetrization", lambda r: r.get("symmetrization")), ("shift", lambda r: r.get("align_shift", "")),

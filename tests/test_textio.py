@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from nmtkit.errors import InputError, OutputError
-from nmtkit.utils.textio import atomic_directory, atomic_write, ensure_dir, read_lines
+from nmtkit.utils.atomic_dir import atomic_directory
+from nmtkit.utils.textio import atomic_write, ensure_dir, read_lines
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from rich.table import Table
 from nmtkit.cli.common import SEED, AtLeast, NmtkitCommand, console, handle_errors, run_console_script
 from nmtkit.sample import describe_corpus, generate_corpus, is_sample_corpus
 from nmtkit.sample.corpus import MAX_PAIRS
-from nmtkit.utils.textio import atomic_directory
+from nmtkit.utils.atomic_dir import atomic_directory
 
 PROG = "nmtkit-sample"
 

@@ -5,14 +5,10 @@ every split is done, so a failure (bad UTF-8 on line 9,000,000, say) leaves noth
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from nmtkit import __version__
 from nmtkit.data.alignments import (ALIGN_SUFFIX, check_alignfile_option, file_blocks, piece_links, read_alignfiles,
@@ -21,62 +17,15 @@ from nmtkit.data.dataset import DATA_FORMAT, META_FORMAT_VERSION, is_data_dir, i
 from nmtkit.data.dictionary import SPECIALS, UNK_ID, Dictionary
 from nmtkit.data.indexed import write_indexed
 from nmtkit.data.parallel_map import bpe_chunk, map_chunks, tokenize_chunk
+from nmtkit.data.preprocess_options import BPE_CHOICES, SPM_TYPES, WRITER, PreprocessOptions, SplitText
+from nmtkit.data.subwords import learn_sentencepiece, learn_subword_nmt
 from nmtkit.data.text_pipeline import (TextPipeline, codes_checksum, read_bpe_codes, read_sp_model, sp_model_checksum,
                                        split_words)
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import InputError, NmtkitError
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
-from nmtkit.utils.textio import atomic_directory, check_parallel, check_replaceable, iter_lines
-
-
-#: ``--bpe`` choices: subword-nmt codes, a SentencePiece model (:func:`_learn_sp`), or none.
-BPE_CHOICES = ("subword-nmt", "sentencepiece", "none")
-#: ``--spm-type``: the SentencePiece model types offered.
-SPM_TYPES = ("unigram", "bpe")
-
-
-@dataclass
-class PreprocessOptions:
-    source_lang: str
-    target_lang: str
-    destdir: str
-    trainpref: Optional[str] = None
-    validpref: Optional[str] = None
-    testpref: Optional[str] = None
-    workers: int = 1
-    nwordssrc: int = -1
-    nwordstgt: int = -1
-    thresholdsrc: int = 0
-    thresholdtgt: int = 0
-    joined_dictionary: bool = False
-    srcdict: Optional[str] = None
-    tgtdict: Optional[str] = None
-    tokenizer: str = "none"
-    lowercase: bool = False
-    bpe: str = "none"
-    bpe_merges: int = 10000
-    joint_bpe: bool = True
-    bpe_codes: Optional[str] = None  # reuse these codes (e.g. the other direction's) instead of learning
-    #: --bpe sentencepiece: the model type (unigram | bpe) and the vocabulary size to learn
-    spm_type: str = "unigram"
-    spm_vocab_size: int = 8000
-    #: Word alignments of the training pairs: PREFIX.align per --trainpref prefix (see nmtkit.data.alignments).
-    alignfile: Optional[str] = None
-    max_len: int = 50
-    max_len_ratio: float = 9.0
-    strict: bool = False
-    overwrite: bool = False
-
-
-@dataclass
-class SplitText:
-    """The tokenized text of one split, both sides, with where each line came from."""
-
-    name: str
-    src_tokens: list[list[str]]
-    tgt_tokens: list[list[str]]
-    removed: dict[str, int] = field(default_factory=dict)
-    kept: Optional[list[int]] = None  # train: the line index of each pair the filters kept
+from nmtkit.utils.atomic_dir import atomic_directory, check_replaceable
+from nmtkit.utils.textio import check_parallel, iter_lines
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -98,10 +47,6 @@ def read_split_files(prefixes: list[str], lang: str) -> tuple[list[str], list[tu
 def _split_names(kind: str, prefixes: list[str]) -> list[str]:
     # fairseq's convention: valid, valid1, valid2 ...; all train prefixes are concatenated
     return [kind if k == 0 else f"{kind}{k}" for k in range(len(prefixes))]
-
-
-#: What writes the directories that ``--overwrite`` may replace (named when refusing another one).
-WRITER = "nmtkit-preprocess (no nmtkit meta.json)"
 
 
 # -- the job -----------------------------------------------------------------------------------
@@ -256,13 +201,13 @@ def _apply_bpe(splits: dict[str, SplitText], pipes: dict[str, TextPipeline], opt
             meta_bpe.update(merges=None, joint=True, reused_from=str(Path(opt.bpe_codes).resolve()),
                             codes={src: "bpe.codes", tgt: "bpe.codes"})
         else:
-            meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=_learn_bpe(splits["train"], src, tgt, opt, out))
+            meta_bpe.update(merges=opt.bpe_merges, joint=opt.joint_bpe, codes=learn_subword_nmt(splits["train"], src, tgt, opt, out))
         for lang in (src, tgt):
             pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, str(out / meta_bpe["codes"][lang]))
         meta_bpe["checksums"] = {lang: codes_checksum(read_bpe_codes(out / meta_bpe["codes"][lang])) for lang in (src, tgt)}
     elif opt.bpe == "sentencepiece":
         meta_bpe.update(model_type=opt.spm_type, vocab_size=opt.spm_vocab_size, joint=opt.joint_bpe,
-                        models=_learn_sp(splits["train"], src, tgt, opt, out))
+                        models=learn_sentencepiece(splits["train"], src, tgt, opt, out))
         for lang in (src, tgt):
             pipes[lang] = TextPipeline(lang, opt.tokenizer, opt.lowercase, sp_model=str(out / meta_bpe["models"][lang]))
         meta_bpe["checksums"] = {lang: sp_model_checksum(read_sp_model(out / meta_bpe["models"][lang])) for lang in (src, tgt)}
@@ -407,66 +352,6 @@ def _write_train_alignments(prefix: Path, word_links: list, train, split: SplitT
     return {"files": [f"{p}.{ALIGN_SUFFIX}" for p in (opt.alignfile or "").split(",")],
             "word_links": sum(len(word_links[orig]) for orig in (split.kept or [])),
             "piece_links": n_piece_links}
-
-
-def _learn_sp(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out: Path) -> dict[str, str]:
-    """Train SentencePiece models (``--spm-type`` unigram or bpe; joint over both languages, or
-    one per language with ``--separate-bpe``) on the training split's tokens -> file names.
-
-    Why on tokens, not raw lines: the tokenizer and lowercasing come first, as for subword-nmt,
-    and pieces then map back to tokens one for one.  Identity normalisation (no NFKC) keeps
-    every character as written, so decoding gives back exactly the tokens.  The vocabulary size
-    is a soft limit: a small corpus gets the pieces it has rather than an error."""
-    import sentencepiece as spm
-
-    spm.set_min_log_level(2)  # errors only: SentencePiece logs each training step to stderr
-    spm.set_random_generator_seed(1)  # the same corpus gives the same model
-
-    def learn(lines: list[list[str]], name: str) -> str:
-        model = io.BytesIO()
-        sentences = (" ".join(toks) for toks in lines if toks)
-        try:
-            spm.SentencePieceTrainer.train(
-                sentence_iterator=sentences, model_writer=model, model_type=opt.spm_type,
-                vocab_size=opt.spm_vocab_size, hard_vocab_limit=False, character_coverage=1.0,
-                normalization_rule_name="identity", split_digits=False, num_threads=opt.workers,
-                bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0, max_sentence_length=1 << 16)
-        except RuntimeError as exc:
-            raise NmtkitError(f"SentencePiece could not learn a model from --trainpref: {str(exc).strip()}") from None
-        (out / name).write_bytes(model.getvalue())
-        return name
-
-    if opt.joint_bpe:
-        name = learn([*train.src_tokens, *train.tgt_tokens], "spm.model")
-        return {src: name, tgt: name}
-    return {src: learn(train.src_tokens, f"spm.{src}.model"), tgt: learn(train.tgt_tokens, f"spm.{tgt}.model")}
-
-
-def _learn_bpe(train: SplitText, src: str, tgt: str, opt: PreprocessOptions, out: Path) -> dict[str, str]:
-    """Learn subword-nmt merges (joint over both languages, or one set per language)."""
-    from subword_nmt.learn_bpe import learn_bpe
-
-    def learn(counter: Counter, codes_name: str) -> str:
-        # inside the output's temporary directory: removed with it on failure, errors name DESTDIR
-        vocab_path = out / f"{codes_name}.vocab"
-        with open(vocab_path, "w", encoding="utf-8") as vf:
-            for w, c in sorted(counter.items(), key=lambda x: (-x[1], x[0])):
-                vf.write(f"{w} {c}\n")
-        with open(vocab_path, encoding="utf-8") as fin, open(out / codes_name, "w", encoding="utf-8") as fout:
-            with contextlib.redirect_stderr(io.StringIO()):  # subword-nmt's own tqdm bar and chatter
-                learn_bpe(fin, fout, opt.bpe_merges, min_frequency=2, is_dict=True)
-        Path(vocab_path).unlink()
-        return codes_name
-
-    counts: dict[str, Counter] = {src: Counter(), tgt: Counter()}
-    for toks in train.src_tokens:
-        counts[src].update(toks)
-    for toks in train.tgt_tokens:
-        counts[tgt].update(toks)
-    if opt.joint_bpe:
-        name = learn(counts[src] + counts[tgt], "bpe.codes")
-        return {src: name, tgt: name}
-    return {src: learn(counts[src], f"bpe.codes.{src}"), tgt: learn(counts[tgt], f"bpe.codes.{tgt}")}
 
 
 def _load_dictionary(path: str) -> Dictionary:

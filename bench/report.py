@@ -55,6 +55,13 @@ def _peer(r: dict) -> str:
     return str(r.get("peer", ""))
 
 
+def _with_net(whole: object, net: object) -> str:
+    """``whole (net)``, or what of it is known."""
+    if whole is None:
+        return ""
+    return _f(whole) + (f" ({_f(net)})" if net is not None else "")
+
+
 def _share(r: dict) -> str:
     s = r.get("share_of_peak")
     if isinstance(s, (int, float)):
@@ -66,16 +73,18 @@ def _share(r: dict) -> str:
 SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
     ("train_speed", "Training speed (CPU): target tokens/s after update 50",
      ("system", "arch", "threads", "batch", "peer"),
-     [("system", lambda r: r.get("system", "nmtkit-fp32")), ("arch", lambda r: r.get("arch")), ("threads", lambda r: r.get("threads")),
+     [("system", lambda r: r.get("system", "nmtkit-fp32")), ("arch", lambda r: r.get("arch")), ("batch", lambda r: r.get("batch")),
+      ("threads", lambda r: r.get("threads")),
       ("nmtkit tok/s", lambda r: _f(r.get("nmtkit", r.get("nmtkit_tok_s")), ",.0f")), ("peer", _peer),
       ("peer tok/s", lambda r: _f(r.get("peer_value", r.get("peer_tok_s")), ",.0f")),
       ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f")), ("share of peak", _share)]),
     ("translate_speed", "Translation speed (CPU): test2016, beam 5, sentences/s of the whole command (net of start-up)",
-     ("system", "peer", "comparison", "threads", "arch", "model"),
+     ("system", "peer", "comparison", "threads"),
      [("nmtkit path", lambda r: r.get("system")), ("threads", lambda r: r.get("threads")),
-      ("sent/s (net)", lambda r: f"{_f(r.get('sent_s', r.get('nmtkit_sent_s')))} ({_f(r.get('sent_s_net'))})"),
-      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("share of peak", _share), ("against", lambda r: r.get("peer", "OpenNMT-py")),
-      ("its sent/s (net)", lambda r: f"{_f(r.get('peer_value', r.get('peer_sent_s')))} ({_f(r.get('peer_sent_s_net'))})"),
+      ("sent/s (net)", lambda r: _with_net(r.get("sent_s", r.get("nmtkit_sent_s")), r.get("sent_s_net"))),
+      ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("share of peak", _share),
+      ("against", lambda r: r.get("peer") or ("OpenNMT-py" if "peer_sent_s" in r else "-")),
+      ("its sent/s (net)", lambda r: _with_net(r.get("peer_value", r.get("peer_sent_s")), r.get("peer_sent_s_net"))),
       ("its BLEU", lambda r: _f(r.get("peer_bleu", r.get("bleu_opennmt")), ".2f")),
       ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f"))]),
     ("quality_per_hour", "Quality per CPU-hour: test2016 beam 5 after 1 h on one core",

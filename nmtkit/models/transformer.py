@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import ClassVar, Optional, cast
 
 import torch
 from torch import Tensor, nn
@@ -319,11 +319,14 @@ class TransformerModel(Seq2SeqModel):
         if self.encoder_norm is not None:
             x = self.encoder_norm(x)
         extra: dict[str, Tensor] = {}
-        for i, layer in enumerate(self.decoder_layers):
+        for i, layer in enumerate(self._decoder_stack()):
             extra[f"k{i}"], extra[f"v{i}"] = layer.cross_attn.project_kv(x)
         return EncoderOutput(states=x, mask=mask, extra=extra)
 
     # -- decoder ----------------------------------------------------------------------------
+    def _decoder_stack(self) -> list[DecoderLayer]:
+        return cast(list[DecoderLayer], list(self.decoder_layers))
+
     def _decode(self, x: Tensor, enc: EncoderOutput, cache: Optional[DecoderState],
                 need_weights: bool) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         """The decoder stack over embedded inputs ``x`` ``[N, T, D]``: teacher-forced (``cache``
@@ -334,7 +337,7 @@ class TransformerModel(Seq2SeqModel):
         cross_mask = enc.mask[:, None, None, :]
         new_cache: DecoderState = {}
         align = None
-        for i, layer in enumerate(self.decoder_layers):
+        for i, layer in enumerate(self._decoder_stack()):
             q, k, v = layer.self_attn.project_qkv(layer.self_sub.inputs(x))
             if cache is not None:
                 # .to: the empty first cache is float32, the products under autocast are not

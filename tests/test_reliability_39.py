@@ -463,3 +463,35 @@ def test_a_deleted_working_directory_is_one_line_before_anything_else(tmp_path, 
     named = f" {cwd}" if pwd == "set" else ""
     assert error_line(proc.stderr) == (f"nmtkit-{name}: error: the working directory{named} no longer exists "
                                        "(deleted or moved away?): cd into an existing one")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("rank", ["0", "1"])
+def test_a_torchrun_environment_whose_peers_never_come_ends_after_dist_timeout(data_dir, tmp_path, rank):
+    import subprocess
+    import sys
+    import time
+
+    port = _free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": "2", "RANK": rank, "LOCAL_RANK": rank,
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "nmtkit.cli.train", str(data_dir), "--arch", "luong_tiny",
+                           "--save-dir", str(tmp_path / "ck"), "--device", "cpu", "--no-progress", "--threads", "1",
+                           "--dist-timeout", "3"], env=env, capture_output=True, text=True, timeout=240)
+    assert time.monotonic() - start < 120
+    assert proc.returncode == 1, proc.stderr
+    waiting, line = proc.stderr.strip().splitlines()  # what it waits for, then the one-line error (no C++ frames)
+    assert waiting == (f"rank {rank}: waiting up to 3 s (--dist-timeout) for the 2 processes of WORLD_SIZE to join "
+                       f"at 127.0.0.1:{port}")
+    assert line.startswith(f"nmtkit-train: error: rank {rank} of WORLD_SIZE 2: the processes did not all join at "
+                           f"127.0.0.1:{port} within --dist-timeout 3 s (")
+    assert line.endswith("); start every process (torchrun --nproc-per-node), or raise --dist-timeout")
+    assert not (tmp_path / "ck").exists()

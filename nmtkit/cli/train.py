@@ -18,6 +18,7 @@ PROG = "nmtkit-train"
 with interrupt_ends_command(PROG):  # torch and every model: the option declarations below need them
     import numpy  # noqa: F401  first: torch's C start-up imports it and swallows any error, an interrupt too
     import nmtkit.models  # noqa: F401
+    from nmtkit.train.distributed import DEFAULT_DIST_TIMEOUT_S
     from nmtkit.train.optim import SCHEDULES
 
 _ALL_ARCHS = "\0all"  # --list-archs without a NAME
@@ -127,6 +128,9 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
               "backward) as a CUDA graph, batches padded to buckets (Luong with input feeding, RNNsearch; "
               "bench/README.md, \"GPU\").")
 @click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
+@click.option("--dist-timeout", default=DEFAULT_DIST_TIMEOUT_S, show_default=True, type=FiniteFloat(min=1), metavar="SECONDS",
+              help="Under torchrun: how long each process waits for all of WORLD_SIZE to join (then one error line), "
+                   "and for the others in each collective operation.")
 @click.option("--tensorboard-logdir", type=click.Path(file_okay=False), metavar="DIR",
               help="Also write loss, perplexity, lr, gradient norm, tokens/s and validation loss/BLEU as TensorBoard "
                    "event files here (pip install 'nmtkit[tensorboard]'); train_log.jsonl is written as always.")
@@ -158,6 +162,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     if is_data_dir(data):  # else the trainer says what DATA is not, before it writes anything
         refuse_outputs_over_inputs([("--save-dir", kw["save_dir"])], [("DATA", data)])
     resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
+    dist_timeout = kw.pop("dist_timeout")  # how this launch waits, not an option of the run (not in checkpoints)
     overrides = pop_model_overrides(kw)
     kw["keep_epoch_checkpoints"] = not kw.pop("no_epoch_checkpoints")
     if kw["max_tokens"] is None and kw["batch_size"] is None:
@@ -165,7 +170,8 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     opt = resolve_train_options(data, kw)
     registry.resolve_config(opt.arch, overrides)  # the model options' one check (Config.validate), before any data is read
     parse_device(opt.device)  # a bad --device fails before any data is read
-    dist = distmod.init_distributed("cuda" if opt.device.startswith("cuda") or (opt.device == "auto" and _cuda()) else "cpu")
+    dist = distmod.init_distributed("cuda" if opt.device.startswith("cuda") or (opt.device == "auto" and _cuda()) else "cpu",
+                                    dist_timeout, announce=console.print)
     lock = SaveDirLock(opt.save_dir, warn=lambda m: console.print(f"[yellow]warning:[/yellow] {m}"), enabled=dist.is_main)
     try:
         trainer = Trainer(opt, overrides, console, dist)

@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
+import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Iterator
+from datetime import timedelta
+from typing import IO, Callable, Iterator, Optional
 
 import torch
 import torch.distributed as dist
@@ -68,22 +71,59 @@ def distributed_environment() -> tuple[int, int, int]:
     return world, rank, local
 
 
-def init_distributed(device_kind: str) -> DistInfo:
+#: Seconds every process waits for the others, when joining and in each collective operation
+#: (``--dist-timeout``): torch's own default for gloo.
+DEFAULT_DIST_TIMEOUT_S = 1800.0
+
+
+def init_distributed(device_kind: str, timeout_s: float = DEFAULT_DIST_TIMEOUT_S,
+                     announce: Optional[Callable[[str], None]] = None) -> DistInfo:
     """Join the process group when launched by torchrun (WORLD_SIZE > 1), else a single process.
 
-    While joining, SIGINT and SIGTERM take their default action: the wait for the other ranks is in
-    C++, where a Python handler (the command's SIGTERM-as-interrupt) never runs, so a rank whose
-    peers never come could not be stopped but by SIGKILL.  Nothing is written before this point."""
+    The processes named by WORLD_SIZE must all join within ``timeout_s`` (``--dist-timeout``),
+    else one line says so (one that never comes was a silent wait forever); ``announce`` tells
+    the user what is awaited.  While joining, SIGINT and SIGTERM take their default action: the
+    wait for the other ranks is in C++, where a Python handler (the command's
+    SIGTERM-as-interrupt) never runs, so a rank whose peers never come could not be stopped but
+    by SIGKILL.  Nothing is written before this point."""
     world, rank, local = distributed_environment()
     if world == 1:
         return DistInfo()
     backend = "nccl" if device_kind == "cuda" else "gloo"
     if not dist.is_initialized():
-        with _default_signals():
-            dist.init_process_group(backend=backend)
+        where = f"{os.environ['MASTER_ADDR'].strip()}:{os.environ['MASTER_PORT'].strip()}"
+        if announce is not None:
+            announce(f"rank {rank}: waiting up to {timeout_s:g} s (--dist-timeout) for the {world} processes of "
+                     f"WORLD_SIZE to join at {where}")
+        try:
+            with _default_signals(), _native_stderr_held() as held:
+                dist.init_process_group(backend=backend, timeout=timedelta(seconds=timeout_s))
+            sys.stderr.write(held.read())  # what the join logged, once it succeeded
+        except (RuntimeError, TimeoutError) as exc:  # DistStoreError (a timeout, a refused connection) is one
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise NmtkitError(f"rank {rank} of WORLD_SIZE {world}: the processes did not all join at {where} within "
+                              f"--dist-timeout {timeout_s:g} s ({first}); start every process (torchrun "
+                              "--nproc-per-node), or raise --dist-timeout") from None
     if device_kind == "cuda":
         torch.cuda.set_device(local)
     return DistInfo(rank=rank, world_size=world, local_rank=local)
+
+
+@contextlib.contextmanager
+def _native_stderr_held() -> Iterator[IO[str]]:
+    """File descriptor 2 goes to a temporary file within the block, which is yielded (read it
+    after the block).  Why: a failed join makes torch's C++ side log the exception with some
+    sixty stack frames straight to fd 2, where the one-line error should stand alone."""
+    sys.stderr.flush()
+    held = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+    saved = os.dup(2)
+    os.dup2(held.fileno(), 2)
+    try:
+        yield held
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        held.seek(0)
 
 
 @contextlib.contextmanager

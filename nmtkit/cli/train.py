@@ -210,12 +210,18 @@ def _write_config(save_dir: str) -> None:
     from nmtkit.cli.common import EFFECTIVE_CONFIG, dump_config
     from nmtkit.utils.textio import atomic_write, ensure_dir
 
+    from nmtkit.train.run_log import RunLog
+    from nmtkit.utils.textio import refuse_linked_output
+
     ctx = click.get_current_context(silent=True)
     config = ctx.meta.get(EFFECTIVE_CONFIG) if ctx is not None else None
     if config is None:  # called from Python, not through click
         return
+    target = Path(save_dir) / "config.yaml"
+    refuse_linked_output(target)  # rewritten by every run: never through a link
+    RunLog(Path(save_dir) / "train_log.jsonl").check()  # a log the resume would refuse: before anything is written
     ensure_dir(Path(save_dir))
-    with atomic_write(Path(save_dir) / "config.yaml") as fh:
+    with atomic_write(target) as fh:
         fh.write(dump_config(config))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import io
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -356,6 +357,13 @@ def dump_config(config: dict[str, Any]) -> str:
     return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
+def _help_width() -> int:
+    """``--help``'s width: the terminal's, within 120 to 160 columns (120 without a terminal), so
+    that the longest flags (--share-decoder-input-output-embed) keep their column."""
+    size = shutil.get_terminal_size((120, 24))
+    return max(120, min(size.columns, 160))
+
+
 class NmtkitCommand(rich_click.RichCommand):
     """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
     click's usage block, so that they read like every other nmtkit error; a reader that closes
@@ -378,11 +386,12 @@ class NmtkitCommand(rich_click.RichCommand):
                                         help="Print the effective configuration as YAML (what --config reads) and exit."))
         from rich_click import RichOptionPanel
 
-        from nmtkit.cli.help_panels import panels_for
+        from nmtkit.cli.help_panels import PANEL_STYLE, panels_for
 
         flags = [o for p in self.get_params(click.Context(self)) for o in getattr(p, "opts", []) if o.startswith("--")]
         for title, options in panels_for(self.name or "", flags):
-            self.panels.append(RichOptionPanel(title, options=options))
+            self.panels.append(RichOptionPanel(title, options=options, **PANEL_STYLE.get(title, {})))
+        self.context_settings.setdefault("rich_help_config", {"max_width": 160, "width": _help_width()})
 
     def invoke(self, ctx: click.Context) -> Any:
         # declaration order: the same file whichever options came from the command line

@@ -51,6 +51,16 @@ PANELS: dict[str, list[tuple[str, Optional[list[str]]]]] = {
 }
 
 
+#: Panel title -> rich-click panel settings: the model options' switches have long names, so
+#: their --no-NAME forms are said once in the panel's help rather than in a column of their own.
+PANEL_STYLE: dict[str, dict] = {
+    "Model options (override the preset's)": {
+        "column_types": ["opt_primary", "metavar", "help"],
+        "help": "Switches also take --no-NAME (e.g. --no-input-feeding); unset options take the preset's value.",
+    },
+}
+
+
 def panels_for(name: str, flags: list[str]) -> list[tuple[str, list[str]]]:
     """The panels of command ``name`` whose options it has, ``flags`` being its long flags in
     declaration order; :data:`CONFIGURATION` last."""

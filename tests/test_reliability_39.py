@@ -2,10 +2,9 @@
 confined to their directory, and the last silent or misleading answers."""
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -497,3 +496,23 @@ def test_a_torchrun_environment_whose_peers_never_come_ends_after_dist_timeout(d
                            f"127.0.0.1:{port} within --dist-timeout 3 s (")
     assert line.endswith("); start every process (torchrun --nproc-per-node), or raise --dist-timeout")
     assert not (tmp_path / "ck").exists()
+
+
+def test_a_refused_log_or_a_linked_config_leaves_the_save_dirs_config_as_it_was(data_dir, tmp_path):
+    """config.yaml is rewritten by every run: not through a link, and not by a run refused later."""
+    save, elsewhere = tmp_path / "c", tmp_path / "my.yaml"
+    assert run_train(data_dir, save, "--max-update", "1").exit_code == 0
+    config = (save / "config.yaml").read_bytes()
+    with open(save / "train_log.jsonl", "a") as fh:
+        fh.write("# my note\n")
+    res = run_train(data_dir, save, "--max-update", "2", "--lr", "0.5")
+    assert res.exit_code == 1 and "not a record of nmtkit's training log" in error_line(res.output)
+    assert (save / "config.yaml").read_bytes() == config
+    (save / "train_log.jsonl").write_text("")
+    elsewhere.write_text("mine: 1\n")
+    (save / "config.yaml").unlink()
+    (save / "config.yaml").symlink_to(elsewhere)
+    res = run_train(data_dir, save, "--max-update", "2")
+    assert res.exit_code == 1
+    assert error_line(res.output).startswith(f"nmtkit-train: error: {save / 'config.yaml'}: is a symbolic link to {elsewhere}")
+    assert elsewhere.read_text() == "mine: 1\n"

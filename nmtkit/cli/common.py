@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import io
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -14,6 +13,8 @@ from typing import Any, Callable, NoReturn, Optional
 import click
 import rich_click
 
+from nmtkit.cli.config_file import (DUMP_CONFIG, EFFECTIVE_CONFIG, ConfigFileError, dump_config,  # noqa: F401
+                                       effective_config, load_config, want_dump)
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.amp import AMP_CHOICES
 from nmtkit.utils.checks import at_least_message, at_most_message, finite_message, one_of_message
@@ -259,111 +260,6 @@ class OneLineUsageError(click.UsageError):
         click.echo(f"{self.prog}: error: {message} (see --help)", file=file, err=file is None)
 
 
-class ConfigFileError(click.ClickException):
-    """A bad ``--config`` file: ``prog: error: FILE: key 'K': why``, one line, status 1 (bad input)."""
-
-    exit_code = EXIT_ERROR
-
-    def __init__(self, message: str, prog: str) -> None:
-        super().__init__(message)
-        self.prog = prog
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"{self.prog}: error: {' '.join(self.message.split())}", file=file, err=file is None)
-
-
-#: ``ctx.meta`` key: ``--dump-config`` was given.
-_DUMP_CONFIG = "nmtkit.dump_config"
-#: ``ctx.meta`` key: the effective configuration of the running command (what ``--dump-config``
-#: prints and ``nmtkit-train`` writes to its save dir as config.yaml).
-EFFECTIVE_CONFIG = "nmtkit.config"
-
-
-def _config_params(command: click.Command) -> dict[str, click.Parameter]:
-    """Key -> parameter for a config file: each parameter's name (``max_tokens``, what
-    ``--dump-config`` writes) and its long flags without dashes (``max-tokens``)."""
-    out: dict[str, click.Parameter] = {}
-    for param in command.params:
-        if not param.expose_value or param.name is None or param.name in ("config", "dump_config"):
-            continue
-        out[param.name] = param
-        for opt in getattr(param, "opts", []):
-            if opt.startswith("--"):
-                out[opt[2:]] = param
-                out[opt[2:].replace("-", "_")] = param
-    return out
-
-
-def _load_config(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
-    """``--config FILE.yaml`` (eager, so before every other option): its keys become the
-    command's defaults (click's ``default_map``), which the command line overrides.  Each value
-    is checked with its option's own type, so a bad one is named with the file and key."""
-    if value is None or ctx.resilient_parsing:
-        return
-    import yaml
-
-    command = ctx.command
-    prog = getattr(command, "prog", None) or f"nmtkit-{command.name}"
-    try:
-        with open(value, encoding="utf-8") as fh:
-            loaded = yaml.safe_load(fh)
-    except OSError as exc:
-        raise ConfigFileError(f"{value}: {exc.strerror or exc}", prog) from None
-    except UnicodeDecodeError as exc:
-        raise ConfigFileError(f"{value}: invalid UTF-8 at byte {exc.start}", prog) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigFileError(f"{value}{where}: not valid YAML ({getattr(exc, 'problem', None) or exc})", prog) from None
-    if loaded is None:
-        loaded = {}
-    if not isinstance(loaded, dict):
-        raise ConfigFileError(f"{value}: a config file is a mapping of option names to values, not a {type(loaded).__name__}", prog)
-    known = _config_params(command)
-    defaults: dict[str, Any] = {}
-    for key, val in loaded.items():
-        target = known.get(str(key))
-        if target is None:
-            import difflib
-
-            close = difflib.get_close_matches(str(key), [p.name for p in known.values() if p.name], n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigFileError(f"{value}: key {key!r} is not an option of {prog}{hint}", prog)
-        if val is not None:
-            try:
-                target.type_cast_value(ctx, list(val) if isinstance(val, (list, tuple)) else val)
-            except click.BadParameter as exc:
-                raise ConfigFileError(f"{value}: key {key!r}: {exc.format_message()}", prog) from None
-            except (TypeError, ValueError) as exc:
-                raise ConfigFileError(f"{value}: key {key!r}: {exc}", prog) from None
-        defaults[target.name] = val  # type: ignore[index]
-    ctx.default_map = {**(ctx.default_map or {}), **defaults}
-
-
-def _want_dump(ctx: click.Context, param: click.Parameter, value: bool) -> None:
-    if value:
-        ctx.meta[_DUMP_CONFIG] = True
-
-
-def effective_config(params: dict[str, Any]) -> dict[str, Any]:
-    """A command's parsed parameters as plain YAML values (tuples as lists), in declaration order."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}
-
-
-def dump_config(config: dict[str, Any]) -> str:
-    """``config`` as the YAML that ``--config`` reads back."""
-    import yaml
-
-    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
-
-
-def _help_width() -> int:
-    """``--help``'s width: the terminal's, within 120 to 160 columns (120 without a terminal), so
-    that the longest flags (--share-decoder-input-output-embed) keep their column."""
-    size = shutil.get_terminal_size((120, 24))
-    return max(120, min(size.columns, 160))
-
-
 class NmtkitCommand(rich_click.RichCommand):
     """Every subcommand's class: option parsing errors (``--batch-size 0``) are one line, not
     click's usage block, so that they read like every other nmtkit error; a reader that closes
@@ -379,25 +275,25 @@ class NmtkitCommand(rich_click.RichCommand):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.params.append(click.Option(["--config"], metavar="FILE.yaml", is_eager=True, expose_value=False,
-                                        callback=_load_config, type=click.Path(dir_okay=False),
+                                        callback=load_config, type=click.Path(dir_okay=False),
                                         help="Read options from this YAML file (keys: option names, e.g. max_tokens: "
                                              "4000); the command line overrides them."))
-        self.params.append(click.Option(["--dump-config"], is_flag=True, expose_value=False, callback=_want_dump,
+        self.params.append(click.Option(["--dump-config"], is_flag=True, expose_value=False, callback=want_dump,
                                         help="Print the effective configuration as YAML (what --config reads) and exit."))
         from rich_click import RichOptionPanel
 
-        from nmtkit.cli.help_panels import PANEL_STYLE, panels_for
+        from nmtkit.cli.help_panels import PANEL_STYLE, help_width, panels_for
 
         flags = [o for p in self.get_params(click.Context(self)) for o in getattr(p, "opts", []) if o.startswith("--")]
         for title, options in panels_for(self.name or "", flags):
             self.panels.append(RichOptionPanel(title, options=options, **PANEL_STYLE.get(title, {})))
-        self.context_settings.setdefault("rich_help_config", {"max_width": 160, "width": _help_width()})
+        self.context_settings.setdefault("rich_help_config", {"max_width": 160, "width": help_width()})
 
     def invoke(self, ctx: click.Context) -> Any:
         # declaration order: the same file whichever options came from the command line
         ordered = {p.name: ctx.params[p.name] for p in self.params if p.name in ctx.params}
         ctx.meta[EFFECTIVE_CONFIG] = effective_config({**ordered, **ctx.params})
-        if ctx.meta.get(_DUMP_CONFIG):
+        if ctx.meta.get(DUMP_CONFIG):
             try:
                 click.echo(dump_config(ctx.meta[EFFECTIVE_CONFIG]), nl=False)
                 sys.stdout.flush()

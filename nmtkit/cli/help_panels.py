@@ -7,6 +7,7 @@ a ``None`` panel go there, else under rich-click's default "Options".
 """
 from __future__ import annotations
 
+import shutil
 from typing import Optional
 
 #: The last panel of every command.
@@ -73,3 +74,10 @@ def panels_for(name: str, flags: list[str]) -> list[tuple[str, list[str]]]:
             out.append((title, chosen))
     out.append((CONFIGURATION[0], [f for f in CONFIGURATION[1] if f in flags]))
     return out
+
+
+def help_width() -> int:
+    """``--help``'s width: the terminal's, within 120 to 160 columns (120 without a terminal), so
+    that the longest flags (--share-decoder-input-output-embed) keep their column."""
+    size = shutil.get_terminal_size((120, 24))
+    return max(120, min(size.columns, 160))

@@ -71,13 +71,9 @@ _OUT = field_defaults(OutputOptions)  # the library's defaults, the flags' too
               help="Stop at the first line that is not valid UTF-8 (default: replace its bad bytes by U+FFFD and warn).")
 @handle_errors(PROG)
 def command(**kw) -> None:  # noqa: ANN003
-    """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble.
+    """Translate raw text (stdin or --input) with a trained checkpoint or an ensemble (a.pt:b.pt).
 
-    \b
-    Examples:
-      nmtkit-translate --path ckpt/checkpoint_best.pt < test.en > test.hyp
-      nmtkit-translate --path a.pt:b.pt --beam 10 --replace-unk --input test.en --output test.hyp
-    """
+    Example: nmtkit-translate --path ckpt/checkpoint_best.pt --beam 5 < test.en > test.hyp"""
     from nmtkit.utils.startup import long_lived
 
     check_streams(kw)
@@ -98,7 +94,6 @@ def command(**kw) -> None:  # noqa: ANN003
     # a live sentences/s bar only when a person watches stderr and is not typing the input
     show = console.is_terminal and not interactive and not kw["quiet"]
     progress = progress_bar("sentences", transient=True)
-    # the total when the input is a file: "120/3,000" rather than "120/?"
     task = progress.add_task("translate", total=count_lines(kw["input_path"]) if show and from_file else None)
 
     def warn_invalid(exc: InputError) -> None:

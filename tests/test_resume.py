@@ -217,11 +217,11 @@ def test_sigterm_during_validation_stops_at_once_and_resumes_exactly(data_dir, t
 
 
 def test_sigterm_during_a_checkpoint_write_finishes_it_then_stops(data_dir, tmp_path, monkeypatch):
-    import nmtkit.train.trainer as trainer_mod
+    import nmtkit.train.checkpoints as checkpoints_mod
 
     ref = tmp_path / "ref"
     assert run_train(data_dir, ref, "--max-epoch", "2").exit_code == 0
-    real = trainer_mod.save_checkpoint
+    real = checkpoints_mod.save_checkpoint
     calls = []
 
     def save(path, payload):  # noqa: ANN001, ANN202
@@ -231,9 +231,9 @@ def test_sigterm_during_a_checkpoint_write_finishes_it_then_stops(data_dir, tmp_
         real(path, payload)
 
     save_dir = tmp_path / "c"
-    monkeypatch.setattr(trainer_mod, "save_checkpoint", save)
+    monkeypatch.setattr(checkpoints_mod, "save_checkpoint", save)
     res = run_train(data_dir, save_dir, "--max-epoch", "2")
-    monkeypatch.setattr(trainer_mod, "save_checkpoint", real)
+    monkeypatch.setattr(checkpoints_mod, "save_checkpoint", real)
     assert res.exit_code == 130, res.output
     assert calls == ["checkpoint_last.pt", "checkpoint1.pt", "checkpoint_best.pt"]  # the write completed, nothing more
     st = state_of(save_dir)

@@ -19,8 +19,6 @@ EXEMPT = ("sample/",)
 #: Modules and functions still over the budget, each at most its size today, until it is split
 #: (a ratchet: an entry may only shrink, and goes once it fits).
 PENDING = {
-    "nmtkit/train/trainer.py": 524,  # the trainer around its run state (issue 35)
-    "nmtkit/train/trainer.py:__init__": 83,
     "nmtkit/cli/common.py": 487,
 }
 

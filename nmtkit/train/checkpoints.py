@@ -9,34 +9,71 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import NoReturn
 
-from nmtkit.checkpoint import epoch_checkpoints, model_payload
+from nmtkit.checkpoint import epoch_checkpoints, model_payload, save_checkpoint
+from nmtkit.train.divergence import Diverged, weights_problem
+from nmtkit.train.run import TrainingRun
 from nmtkit.train.state import rng_state
 
-#: The :class:`nmtkit.train.trainer.Trainer` whose state is read (not imported: the trainer imports
-#: this module, and a type-only import back would still be a cycle in the house's layout).
-Trainer = Any
+
+def save(run: TrainingRun, names: list[str], budget_wall_s: float) -> bool:
+    """Write the checkpoints ``names`` of ``run``'s current state (``budget_wall_s``: the
+    --stop-time-hours seconds spent so far, which checkpoint_last.pt keeps); False when held
+    back because the latest updates were non-finite (:mod:`nmtkit.train.divergence`: the files
+    keep the last good state)."""
+    update = run.state.update
+    problem = weights_problem(run.model.state_dict().items())  # on every rank: the same weights
+    if problem:
+        diverged(run, f"{problem} after update {update}")
+    if run.guard.streak:
+        if run.dist.is_main:
+            run.console.print(f"[yellow]warning:[/yellow] not writing {', '.join(names)}: {run.guard.describe(update)}")
+        return False
+    if not run.dist.is_main:
+        return True
+    run.state.budget_wall_s = budget_wall_s
+    payload = training_payload(run)
+    weights_only = inference_payload(payload)
+    run.written = {}
+    for name in names:
+        # only checkpoint_last.pt is resumed from: the best and epoch ones leave out the
+        # optimizer state (two thirds of an Adam checkpoint) and the rest of the training state
+        save_checkpoint(run.save_dir / name, payload if name == "checkpoint_last.pt" else weights_only)
+        run.written[name] = (run.save_dir / name).stat().st_size
+    run.saved_at = (run.state.epoch, run.state.batches_done, update)
+    if "checkpoint_last.pt" in names:
+        run.last_checkpoint_update = update
+    return True
 
 
-def training_payload(trainer: Trainer) -> dict:
-    """Everything :func:`nmtkit.checkpoint.save_checkpoint` writes for ``trainer``'s current state."""
-    data = trainer.data
-    payload = model_payload(trainer.model, trainer.opt.arch, data.pipeline(data.src_lang), data.pipeline(data.tgt_lang))
-    ema = trainer.ema
+def diverged(run: TrainingRun, reason: str) -> NoReturn:
+    """Stop training (exit 1), logging why and saying which checkpoint is kept."""
+    run.log({"event": "diverged", "update": run.state.update, "reason": reason})
+    last = run.save_dir / "checkpoint_last.pt"
+    kept = ("no checkpoint was written" if run.last_checkpoint_update is None
+            else f"{last} (update {run.last_checkpoint_update}) is kept")
+    raise Diverged(f"training diverged: {reason}; {kept}; try a lower --lr or --clip-norm")
+
+
+def training_payload(run: TrainingRun) -> dict:
+    """Everything :func:`nmtkit.checkpoint.save_checkpoint` writes for ``run``'s current state."""
+    data = run.data
+    payload = model_payload(run.model, run.opt.arch, data.pipeline(data.src_lang), data.pipeline(data.tgt_lang))
+    ema = run.ema
     if ema is not None:  # the checkpoint's weights are the average; the raw ones go on training
-        with ema.swapped_in(trainer.model):
-            averaged = {k: v.detach().cpu().clone() for k, v in trainer.model.state_dict().items()}
+        with ema.swapped_in(run.model):
+            averaged = {k: v.detach().cpu().clone() for k, v in run.model.state_dict().items()}
         raw, payload["model"] = payload["model"], averaged
     payload["data_dir"] = str(data.path.resolve())
-    payload["train_options"] = asdict(trainer.opt)
-    payload["train_data"] = trainer.train_data_fingerprint()
+    payload["train_options"] = asdict(run.opt)
+    payload["train_data"] = run.train_data_fingerprint()
     payload["train_state"] = {
-        "log_records": trainer.run_log.count(),  # how much of train_log.jsonl this state has written
-        "state": asdict(trainer.state),
-        "optimizer": trainer.optimizer.state_dict(),
-        "schedule": trainer.schedule.state_dict(),
-        "scaler": trainer.scaler.state_dict() if trainer.scaler is not None else None,
+        "log_records": run.run_log.count(),  # how much of train_log.jsonl this state has written
+        "state": asdict(run.state),
+        "optimizer": run.optimizer.state_dict(),
+        "schedule": run.schedule.state_dict(),
+        "scaler": run.scaler.state_dict() if run.scaler is not None else None,
         "rng": rng_state(),
         "ema": {"updates": ema.updates, "decay": ema.decay, "raw_model": raw} if ema is not None else None,
     }

@@ -76,8 +76,16 @@ class TrainOptions:
     #: Also write the training curves as TensorBoard event files here (nmtkit.train.tensorboard).
     tensorboard_logdir: Optional[str] = None
 
-    def validate(self) -> None:
-        """One-line errors for option combinations no single click type can check."""
+    def validate(self, distributed: bool = False) -> None:
+        """One-line errors for option combinations no single click type can check
+        (``distributed``: the run has several processes, under torchrun)."""
+        if self.max_tokens is None and self.batch_size is None:
+            raise NmtkitError("give --max-tokens or --batch-size")
+        if self.cuda_graphs and distributed:  # DistributedDataParallel's hooks with graphed loops are untested on several GPUs
+            raise NmtkitError("--cuda-graphs is for one process: not with distributed training (torchrun) yet")
+        if self.cuda_graphs and self.update_freq > 1:  # autograd may adopt a graph's gradient buffer as .grad, which its next replay overwrites
+            raise NmtkitError("--cuda-graphs needs one batch per update: not with --update-freq above 1 "
+                              "(raise --max-tokens instead)")
         if self.loss_norm not in LOSS_NORMS:
             raise NmtkitError(f"--loss-norm must be one of {', '.join(LOSS_NORMS)}, got {self.loss_norm!r}")
         if self.best_checkpoint_metric not in BEST_METRICS:

@@ -9,25 +9,19 @@ mid-run goes into one of them.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
 
 from nmtkit.checkpoint import load_checkpoint
-from nmtkit.data.dataset import ParallelDataset
 from nmtkit.errors import NmtkitError
 from nmtkit.train.ema import WeightAverage
 from nmtkit.train.optim import DEFAULT_LR
 from nmtkit.train.options import TrainOptions
+from nmtkit.train.run import TrainingRun
 from nmtkit.train.state import TrainState, set_rng_state
 from nmtkit.utils.tempfiles import remove_stale_temps
-
-#: The :class:`nmtkit.train.trainer.Trainer` whose state is read (not imported: the trainer imports
-#: this module, and a type-only import back would still be a cycle in the house's layout).
-Trainer = Any
 
 #: Refused (every difference in one error): another run, not a continuation of this one.  Each
 #: names the ``--reset-*`` flag that starts that part fresh on purpose.
@@ -81,9 +75,9 @@ def flag(name: str) -> str:
 # ------------------------------------------------------------------ applying the policy
 
 
-def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
+def resume_if_possible(run: TrainingRun, reset_optimizer: bool = False, reset_lr_scheduler: bool = False,
                        reset_dataloader: bool = False) -> Optional[str]:
-    """Load ``checkpoint_last.pt`` into ``trainer`` when it exists; returns a message saying what
+    """Load ``checkpoint_last.pt`` into ``run`` when it exists; returns a message saying what
     resumed and every option that changed.  Call it holding the save dir's lock
     (:mod:`nmtkit.train.lock`).
 
@@ -99,19 +93,19 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
     train_log.jsonl written after checkpoint_last.pt (updates this run will redo) are marked
     superseded, never deleted (:mod:`nmtkit.train.run_log`).
     """
-    last = trainer.save_dir / "checkpoint_last.pt"
-    if trainer.dist.is_main:
-        for path in remove_stale_temps(trainer.save_dir):
-            trainer.console.print(f"removed {path} (a temporary file left by a killed run)")
-    trainer.run_log.check()  # refused before anything else: a link, a line nmtkit did not write
+    last = run.save_dir / "checkpoint_last.pt"
+    if run.dist.is_main:
+        for path in remove_stale_temps(run.save_dir):
+            run.console.print(f"removed {path} (a temporary file left by a killed run)")
+    run.run_log.check()  # refused before anything else: a link, a line nmtkit did not write
     if not last.exists():  # (a link, dangling or not, was refused by the trainer, which replaces these files)
-        _refuse_another_runs_checkpoints(trainer.save_dir)
-        marked = trainer.run_log.supersede(0, None)  # a run starting over redoes every update of an old log
+        _refuse_another_runs_checkpoints(run.save_dir)
+        marked = run.run_log.supersede(0, None)  # a run starting over redoes every update of an old log
         if marked:
-            trainer.console.print(f"starting over: {marked}")
+            run.console.print(f"starting over: {marked}")
         return None
     ckpt = load_checkpoint(last, mmap=False)
-    _check_same_model(trainer, ckpt, last)
+    _check_same_model(run, ckpt, last)
     try:
         ts = ckpt["train_state"]
         state = TrainState(**ts["state"])
@@ -121,59 +115,59 @@ def resume_if_possible(trainer: Trainer, reset_optimizer: bool = False, reset_lr
     resets = {name for name, on in (("--reset-optimizer", reset_optimizer), ("--reset-lr-scheduler", reset_lr_scheduler),
                                     ("--reset-dataloader", reset_dataloader)) if on}
     old = {**option_defaults(), **(ckpt.get("train_options") or {})}
-    notes, refused = resume_differences(trainer, ckpt, old, state, resets)
+    notes, refused = resume_differences(run, ckpt, old, state, resets)
     if refused:
         raise NmtkitError(f"{last} cannot continue with changed options: {'; '.join(refused)}. "
                           "Rerun with the checkpoint's options, start that part fresh with the flag named, or use another --save-dir")
-    notes += _restore_weights(trainer, ckpt, ts, state.update)
-    notes += _restore_optimizer_and_lr(trainer, ts, old, reset_optimizer, reset_lr_scheduler)
-    if old.get("best_checkpoint_metric") != trainer.opt.best_checkpoint_metric:
+    notes += _restore_weights(run, ckpt, ts, state.update)
+    notes += _restore_optimizer_and_lr(run, ts, old, reset_optimizer, reset_lr_scheduler)
+    if old.get("best_checkpoint_metric") != run.opt.best_checkpoint_metric:
         # the schedule's best value and the patience count were kept in the old metric's units
-        trainer.schedule.best_valid, trainer.schedule.bad_epochs, state.bad_epochs = None, 0, 0
+        run.schedule.best_valid, run.schedule.bad_epochs, state.bad_epochs = None, 0, 0
         notes.append(f"best-checkpoint metric changed: the plateau schedule and --patience start counting afresh "
-                     f"in {trainer.opt.best_checkpoint_metric}")
-    notes += _restart_best_if_validation_changed(trainer, ckpt, old, state)
+                     f"in {run.opt.best_checkpoint_metric}")
+    notes += _restart_best_if_validation_changed(run, ckpt, old, state)
     if reset_dataloader and state.batches_done > 0:
         notes.append(f"epoch {state.epoch} starts again from its first batch ({state.batches_done} were done; --reset-dataloader)")
         state.batches_done = 0
         state.epoch_nll = state.epoch_tokens = 0.0
-    trainer.state = state
-    trainer.last_checkpoint_update = state.update
+    run.state = state
+    run.last_checkpoint_update = state.update
     set_rng_state(ts["rng"])
-    marked = trainer.run_log.supersede(ts.get("log_records"), state.update)
+    marked = run.run_log.supersede(ts.get("log_records"), state.update)
     if marked:
         notes.append(marked)
-    lr = trainer.optimizer.param_groups[0]["lr"]
+    lr = run.optimizer.param_groups[0]["lr"]
     head = (f"resuming from {last}: epoch {state.epoch} ({state.batches_done} batches done), "
             f"update {state.update}, lr {lr:g}")
     return "\n".join([head, *(f"  {n}" for n in notes)])
 
 
-def _restore_weights(trainer: Trainer, ckpt: dict, ts: dict, update: int) -> list[str]:
+def _restore_weights(run: TrainingRun, ckpt: dict, ts: dict, update: int) -> list[str]:
     """The weights training goes on from, and the --ema-decay average; returns the notes.  A
     checkpoint written with --ema-decay holds the average as its weights and the raw ones in its
     training state (nmtkit.train.ema)."""
     saved_ema = ts.get("ema")
-    trainer.model.load_state_dict(saved_ema["raw_model"] if saved_ema else ckpt["model"])
-    if trainer.ema is None:
+    run.model.load_state_dict(saved_ema["raw_model"] if saved_ema else ckpt["model"])
+    if run.ema is None:
         return ["--ema-decay 0: the weight average ends here; training goes on from the raw weights"] if saved_ema else []
     if saved_ema:
-        trainer.ema.load(ckpt["model"], saved_ema["updates"])
+        run.ema.load(ckpt["model"], saved_ema["updates"])
         return []
-    trainer.ema = WeightAverage(trainer.model, trainer.ema.decay)  # from the weights just loaded
-    return [f"--ema-decay {trainer.ema.decay:g}: the weight average starts at update {update}"]
+    run.ema = WeightAverage(run.model, run.ema.decay)  # from the weights just loaded
+    return [f"--ema-decay {run.ema.decay:g}: the weight average starts at update {update}"]
 
 
-def _check_same_model(trainer: Trainer, ckpt: dict, last: Path) -> None:
+def _check_same_model(run: TrainingRun, ckpt: dict, last: Path) -> None:
     """Refuse a checkpoint of another model, other dictionaries, or without training state."""
     saved_cfg = _completed_config(ckpt.get("model_name"), ckpt.get("model_config") or {})
-    if ckpt.get("model_name") != trainer.model_name or saved_cfg != asdict(trainer.cfg):
-        diffs = _config_diff(ckpt.get("model_name"), saved_cfg, trainer.model_name, asdict(trainer.cfg))
+    if ckpt.get("model_name") != run.model_name or saved_cfg != asdict(run.cfg):
+        diffs = _config_diff(ckpt.get("model_name"), saved_cfg, run.model_name, asdict(run.cfg))
         raise NmtkitError(
             f"{last} was trained with different model options ({diffs}); use another --save-dir or the same options"
         )
-    if ckpt["src_dict"] != trainer.data.src_dict.symbols or ckpt["tgt_dict"] != trainer.data.tgt_dict.symbols:
-        raise NmtkitError(f"{last} was trained with other dictionaries than {trainer.data.path}")
+    if ckpt["src_dict"] != run.data.src_dict.symbols or ckpt["tgt_dict"] != run.data.tgt_dict.symbols:
+        raise NmtkitError(f"{last} was trained with other dictionaries than {run.data.path}")
     if ckpt.get("train_state") is None:
         raise NmtkitError(f"{last} holds no training state (cannot resume)")
 
@@ -190,20 +184,20 @@ def _refuse_another_runs_checkpoints(save_dir: Path) -> None:
                           "a new run would overwrite them: use another --save-dir or remove them")
 
 
-def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], reset_optimizer: bool,
+def _restore_optimizer_and_lr(run: TrainingRun, ts: dict, old: dict[str, Any], reset_optimizer: bool,
                               reset_lr_scheduler: bool) -> list[str]:
     """Load (or reset) the optimizer, loss scaler and lr schedule; set the lr; returns the notes."""
-    opt, optimizer, notes = trainer.opt, trainer.optimizer, []
+    opt, optimizer, notes = run.opt, run.optimizer, []
     if reset_optimizer:
         notes.append(f"optimizer: fresh {opt.optimizer} state (--reset-optimizer)")
     else:
         optimizer.load_state_dict(ts["optimizer"])
-        if trainer.scaler is not None and ts.get("scaler"):
-            trainer.scaler.load_state_dict(ts["scaler"])
+        if run.scaler is not None and ts.get("scaler"):
+            run.scaler.load_state_dict(ts["scaler"])
     if reset_lr_scheduler:
         notes.append(f"lr schedule: fresh {opt.lr_schedule} state (--reset-lr-scheduler)")
     else:
-        trainer.schedule.load_state_dict(ts["schedule"])
+        run.schedule.load_state_dict(ts["schedule"])
     old_lr, new_lr = effective_lr(old), effective_lr(asdict(opt))
     current = optimizer.param_groups[0]["lr"]
     if reset_optimizer or reset_lr_scheduler or new_lr != old_lr:
@@ -221,19 +215,19 @@ def _restore_optimizer_and_lr(trainer: Trainer, ts: dict, old: dict[str, Any], r
     return notes
 
 
-def _data_moved(trainer: Trainer, ckpt: dict) -> bool:
+def _data_moved(run: TrainingRun, ckpt: dict) -> bool:
     """Whether this run reads another data directory than the checkpoint's run did."""
-    return bool(ckpt.get("data_dir")) and ckpt["data_dir"] != str(trainer.data.path.resolve())
+    return bool(ckpt.get("data_dir")) and ckpt["data_dir"] != str(run.data.path.resolve())
 
 
-def _restart_best_if_validation_changed(trainer: Trainer, ckpt: dict, old: dict[str, Any], state: TrainState) -> list[str]:
+def _restart_best_if_validation_changed(run: TrainingRun, ckpt: dict, old: dict[str, Any], state: TrainState) -> list[str]:
     """Scores on another validation set (another split or data directory, another BLEU beam or
     sentence count) cannot be compared with the old best: the best scores, and what follows the
     best-checkpoint metric (the plateau schedule, --patience), start afresh."""
-    opt = trainer.opt
-    split_changed = _data_moved(trainer, ckpt) or old.get("valid_subset") != opt.valid_subset
+    opt = run.opt
+    split_changed = _data_moved(run, ckpt) or old.get("valid_subset") != opt.valid_subset
     bleu_changed = split_changed or any(old.get(n) != getattr(opt, n) for n in ("eval_bleu_beam", "eval_bleu_max_sentences"))
-    if not bleu_changed or trainer.valid_set is None or (state.best_valid_loss is None and state.best_valid_bleu is None):
+    if not bleu_changed or run.valid_set is None or (state.best_valid_loss is None and state.best_valid_bleu is None):
         return []  # (without validation now, the validated best stays: nothing is compared with it)
     what = ["the best BLEU"]
     state.best_valid_bleu = None
@@ -241,16 +235,16 @@ def _restart_best_if_validation_changed(trainer: Trainer, ckpt: dict, old: dict[
         state.best_valid_loss = None
         what = ["the best loss and BLEU"]
     if split_changed or opt.best_checkpoint_metric == "bleu":
-        trainer.schedule.best_valid, trainer.schedule.bad_epochs, state.bad_epochs = None, 0, 0
+        run.schedule.best_valid, run.schedule.bad_epochs, state.bad_epochs = None, 0, 0
         what.append("the plateau schedule and --patience")
     return [f"validation differs from the checkpoint's: {' and '.join(what)} start afresh "
             "(checkpoint_best.pt is replaced at the next validation)"]
 
 
-def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state: TrainState,
+def resume_differences(run: TrainingRun, ckpt: dict, old: dict[str, Any], state: TrainState,
                        resets: set[str]) -> tuple[list[str], list[str]]:
     """(announcements, refusals): the checkpoint's training options against this run's."""
-    new = asdict(trainer.opt)
+    new = asdict(run.opt)
     notes: list[str] = []
     refused: list[str] = []
     # Any batch done means the epoch is not closed (closing it sets batches_done to 0): with all
@@ -271,7 +265,7 @@ def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state:
                            "finish the epoch with the old batching, or --reset-dataloader)")
         else:
             notes.append(f"{change} (from {flag(name)})")
-    before, now = ckpt.get("train_data"), trainer.train_data_fingerprint()
+    before, now = ckpt.get("train_data"), run.train_data_fingerprint()
     if before is not None and before != now:
         change = (f"training data {before.get('sentences')} sentences / {before.get('tokens')} tokens -> "
                   f"{now['sentences']} / {now['tokens']}")
@@ -279,18 +273,10 @@ def resume_differences(trainer: Trainer, ckpt: dict, old: dict[str, Any], state:
             notes.append(f"{change} (--reset-dataloader)")
         else:
             refused.append(f"{change} (needs --reset-dataloader)")
-    elif _data_moved(trainer, ckpt):
-        notes.append(f"data {ckpt['data_dir']} -> {trainer.data.path.resolve()} (same dictionaries"
+    elif _data_moved(run, ckpt):
+        notes.append(f"data {ckpt['data_dir']} -> {run.data.path.resolve()} (same dictionaries"
                      f"{', same training data' if before is not None else ''})")
     return notes, refused
-
-
-def train_data_fingerprint(train_set: ParallelDataset) -> dict:
-    """Sentence and token counts and a hash of the sentence lengths of the training split:
-    cheap, and different for any other corpus in practice (saved in every checkpoint)."""
-    src, tgt = np.asarray(train_set.src_sizes, dtype=np.int64), np.asarray(train_set.tgt_sizes, dtype=np.int64)
-    digest = hashlib.sha1(src.tobytes() + tgt.tobytes()).hexdigest()[:16]
-    return {"sentences": int(len(src)), "tokens": int(src.sum() + tgt.sum()), "sizes_sha1": digest}
 
 
 def _completed_config(model_name: Optional[str], saved: dict) -> dict:

@@ -204,6 +204,15 @@ def test_check_flags_against_help():
     peers.check_flags(Path("tool"), ["--beam", 5, "--lenpen", 1.0, "-1"], help_text="usage: --beam N --lenpen X")
     with pytest.raises(peers.CheckFailed):
         peers.check_flags(Path("tool"), ["--beam", 5, "--normalise"], help_text="usage: --beam N")
+    with pytest.raises(peers.CheckFailed):  # a prefix of a listed flag is not the flag
+        peers.check_flags(Path("tool"), ["--max-len"], help_text="usage: --max-len-a A --max-len-b B")
+
+
+def test_onmt_count_of_the_quality_per_hour_config():
+    # OpenNMT-py 3.5.1 printed "* number of parameters: 4483368" for quality_per_hour's onmt_yaml
+    # (brnn 256, bridge, shared embeddings) at a 7,976-word shared vocabulary (a 2-step dry run)
+    assert peers.onmt_rnn_params(7976, 7976, 256, 256, 2, brnn=True, bridge=True, share_embeddings=True,
+                                 share_decoder_embeddings=True) == 4_483_368
 
 
 def test_every_setup_names_its_source():

@@ -163,7 +163,7 @@ def test_source_reversal_is_undone_before_states_leave_the_encoder(arch: str) ->
         assert (sa[6:] == 0).all()
 
 
-@pytest.mark.parametrize("arch", TINY)
+@pytest.mark.parametrize("arch", TINY + ["transformer_test"])
 def test_reordered_states_give_reordered_outputs(arch: str) -> None:
     """Beam search reorders EncoderOutput and decoder state with index_select(0, order)."""
     model = tiny_model(arch).eval()
@@ -182,7 +182,7 @@ def test_reordered_states_give_reordered_outputs(arch: str) -> None:
         torch.testing.assert_close(attn1_r, attn1.index_select(0, order), atol=1e-6, rtol=0)
 
 
-@pytest.mark.parametrize("arch", TINY)
+@pytest.mark.parametrize("arch", TINY + ["transformer_test"])
 def test_tiny_preset_overfits_a_small_batch(arch: str) -> None:
     """8 random pairs, vocab 30: loss goes to ~0 and greedy decoding reproduces the targets."""
     model = tiny_model(arch, vocab=30, dropout=0.0)
@@ -252,6 +252,7 @@ def test_location_score_source_longer_than_its_positions() -> None:
 GROUPED = [("luong_tiny", o) for o in LUONG_VARIANTS] + [
     ("rnnsearch_tiny", {}), ("rnnsearch_tiny", dict(layers=2)), ("rnnencdec_tiny", {}),
     ("rnnencdec_tiny", dict(cell="gru", feed_context=True)),
+    ("transformer_test", {}), ("transformer_test", dict(normalize_before=True, alignment_heads=1)),
 ]
 
 

@@ -10,6 +10,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from generate_stubs import step_forward
+
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.search import SearchOptions, beam_search
@@ -108,24 +110,13 @@ def test_sinusoids_follow_section_3_5() -> None:
     torch.testing.assert_close(pe[7, half:], torch.cos(7 * freq))
 
 
-def _incremental(model, src, lengths, prev):  # noqa: ANN001, ANN202
-    enc = model.encode(src, lengths)
-    state = model.init_decoder_state(enc)
-    lps, attns = [], []
-    for t in range(prev.size(1)):
-        lp, attn, state = model.decode_step(prev[:, t], state, enc)
-        lps.append(lp)
-        attns.append(attn)
-    return torch.stack(lps, 1), torch.stack(attns, 1)
-
-
 @pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()) or "default")
 def test_incremental_decoding_equals_the_teacher_forced_pass(opts: dict) -> None:
     model = tiny(**opts).eval()
     src, lengths, prev, _ = batch()
     with torch.no_grad():
         logits, attn = model(src, lengths, prev)
-        step_lp, step_attn = _incremental(model, src, lengths, prev)
+        step_lp, step_attn = step_forward(model, src, lengths, prev)
     torch.testing.assert_close(torch.log_softmax(logits, -1), step_lp, atol=1e-5, rtol=1e-5)
     assert attn.shape == (4, prev.size(1), src.size(1))
     torch.testing.assert_close(attn, step_attn, atol=1e-6, rtol=1e-5)
@@ -142,30 +133,6 @@ def test_padding_and_batch_company_change_nothing() -> None:
     torch.testing.assert_close(both[1, :4], one[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(attn_both[1, :4, :5], attn_one[0], atol=1e-6, rtol=1e-5)
     assert (attn_both[1, :, 5:] == 0).all()
-
-
-def test_rows_sharing_one_encoder_output_equal_repeated_rows_and_reordering_works() -> None:
-    model = tiny().eval()
-    src, lengths, _, _ = batch()
-    g = 3
-    per_row = torch.arange(src.size(0)).repeat_interleave(g)
-    prev = torch.randint(4, 40, (src.size(0) * g, 4), generator=torch.Generator().manual_seed(5))
-    with torch.no_grad():
-        enc = model.encode(src, lengths)
-        shared = model.reorder_decoder_state(model.init_decoder_state(enc), per_row)
-        enc_rep = enc.reorder(per_row)
-        rep = model.init_decoder_state(enc_rep)
-        for t in range(prev.size(1)):
-            lp_s, a_s, shared = model.decode_step(prev[:, t], shared, enc)
-            lp_r, a_r, rep = model.decode_step(prev[:, t], rep, enc_rep)
-            torch.testing.assert_close(lp_s, lp_r, atol=1e-5, rtol=1e-5)
-            torch.testing.assert_close(a_s, a_r, atol=1e-6, rtol=1e-5)
-        # beam search's reordering: rows picked and repeated carry their caches along
-        order = torch.tensor([2, 0, 0, 11, 7, 1])
-        nxt = torch.randint(4, 40, (prev.size(0),), generator=torch.Generator().manual_seed(6))
-        lp, _, _ = model.decode_step(nxt, rep, enc_rep)
-        lp_o, _, _ = model.decode_step(nxt[order], model.reorder_decoder_state(rep, order), enc_rep.reorder(order))
-    torch.testing.assert_close(lp_o, lp[order], atol=1e-6, rtol=1e-5)
 
 
 def _exhaustive_best(model, src_ids: list[int], words: list[int], max_tokens: int) -> tuple[float, list[int]]:  # noqa: ANN001
@@ -198,24 +165,6 @@ def test_beam_search_finds_what_exhaustive_search_finds(seed: int) -> None:
         hyp = beam_search(EnsembleModel([model]), torch.tensor([src]), torch.tensor([len(src)]), opts)[0][0]
     assert list(hyp.tokens) + [EOS_ID] == seq or list(hyp.tokens) == seq
     assert hyp.score == pytest.approx(score, abs=1e-4)
-
-
-def test_tiny_transformer_overfits_a_small_batch() -> None:
-    model = tiny(vocab=30)
-    src, lengths, prev, target = batch(seed=11, vocab=30, src_lens=(6, 5, 7, 6, 4, 6, 5, 7), tgt_lens=(5, 6, 6, 4, 7, 5, 6, 6))
-    opt = torch.optim.Adam(model.parameters(), lr=0.01)
-    model.train()
-    for _ in range(150):
-        logits, _ = model(src, lengths, prev)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=PAD_ID)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    assert loss.item() < 0.05
-    model.eval()
-    with torch.no_grad():
-        step_lp, _ = _incremental(model, src, lengths, prev)
-    assert step_lp.argmax(-1).masked_select(target.ne(PAD_ID)).tolist() == target.masked_select(target.ne(PAD_ID)).tolist()
 
 
 def test_xavier_init_and_zero_padding_rows() -> None:
@@ -336,13 +285,8 @@ def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(a
     src, lengths, prev, _ = batch()
     with torch.no_grad():
         logits, _ = model(src, lengths, prev)
-        steps = []
-        enc = model.encode(src, lengths)
-        state = model.init_decoder_state(enc)
-        for t in range(prev.size(1)):
-            lp, _, state = model.decode_step(prev[:, t], state, enc)
-            steps.append(lp)
-    torch.testing.assert_close(torch.log_softmax(logits, -1), torch.stack(steps, 1), atol=1e-5, rtol=1e-5)
+        steps, _ = step_forward(model, src, lengths, prev)
+    torch.testing.assert_close(torch.log_softmax(logits, -1), steps, atol=1e-5, rtol=1e-5)
     x = torch.randn(2, 4, 3)
     mask = torch.tensor([[True] * 4, [True, True, False, False]])
     want = torch.stack([torch.softmax(x[1, :2] @ x[1, i], 0) @ x[1, :2] for i in range(4)])

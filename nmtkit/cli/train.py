@@ -5,11 +5,10 @@ import sys
 
 import click
 
-from nmtkit.cli.common import (SEED, AtLeast, FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
+from nmtkit.cli.common import (FiniteFloat, NmtkitCommand, OneLineUsageError, batching_options, console,
                                device_options, handle_errors, parse_device,
                                run_console_script)
 from nmtkit.cli.model_options import model_options, pop_model_overrides
-from nmtkit.generate.search_options import LIMITS as SEARCH_LIMITS
 from nmtkit.utils.overlap import refuse_outputs_over_inputs
 from nmtkit.utils.signals import interrupt_ends_command
 
@@ -19,7 +18,8 @@ with interrupt_ends_command(PROG):  # torch and every model: the option declarat
     import numpy  # noqa: F401  first: torch's C start-up imports it and swallows any error, an interrupt too
     import nmtkit.models  # noqa: F401
     from nmtkit.train.distributed import DEFAULT_DIST_TIMEOUT_S
-    from nmtkit.train.optim import SCHEDULES
+    from nmtkit.cli.train_options import train_options
+    from nmtkit.train.options import TrainOptions
 
 _ALL_ARCHS = "\0all"  # --list-archs without a NAME
 
@@ -71,69 +71,12 @@ def list_archs_and_exit(ctx: click.Context, _param: click.Parameter, value: str 
 @click.option("--arch", "-a", required=True,
               help="Architecture preset, required (--list-archs lists them): e.g. luong_small or rnnsearch_small on a "
                    "CPU, the paper presets on a GPU; the *_tiny presets are for tests.")
-@click.option("--save-dir", default="checkpoints", show_default=True, type=click.Path(file_okay=False))
-@batching_options(default_batch_size=None, max_tokens_default="4000 without --batch-size")
-@click.option("--max-epoch", default=10, show_default=True, type=click.IntRange(min=0), help="Stop after this many epochs (0: no limit).")
-@click.option("--max-update", default=0, show_default=True, type=click.IntRange(min=0), help="Stop after this many updates (0: no limit).")
-@click.option("--stop-time-hours", default=0.0, show_default=True, type=FiniteFloat(min=0), help="Stop (writing checkpoint_last.pt) after this much wall time of training, validation included, in all runs of --save-dir (0: no limit): a resumed run gets the rest; raise it to train further. Checked after each update and validation: a run overshoots by at most one update and one validation.")
-@click.option("--seed", default=1, show_default=True, type=SEED)
-@click.option("--optimizer", type=click.Choice(["sgd", "adadelta", "adam"]), help="[adam; the paper presets: theirs]")
-@click.option("--lr", type=FiniteFloat(min=0, min_open=True), help="Learning rate [sgd 1.0, adadelta 1.0, adam 0.001].")
-@click.option("--lr-schedule", type=click.Choice(SCHEDULES),
-              help="[fixed] halving: Luong et al.'s halve-every-epoch after --halve-after; plateau: shrink when the --best-checkpoint-metric stalls; "
-                   "anneal: hold, then fall linearly to --min-lr over the last --anneal-fraction of the budget (--stop-time-hours, --max-update or --max-epoch, whichever ends first).")
-@click.option("--halve-after", type=click.IntRange(min=0), help="[5] Epoch K after which the lr halves every epoch.")
-@click.option("--lr-shrink", default=0.5, show_default=True, type=FiniteFloat(0, 1, min_open=True))
-@click.option("--plateau-patience", default=0, show_default=True, type=click.IntRange(min=0))
-@click.option("--warmup-updates", type=click.IntRange(min=1),
-              help="[4000; Transformer presets: theirs] inverse_sqrt: updates of the linear lr warm-up.")
-@click.option("--adam-betas", nargs=2, type=FiniteFloat(0, 1, max_open=True), default=None,
-              help="[0.9 0.999; Transformer presets 0.9 0.98] Adam's beta1 beta2.")
-@click.option("--min-lr", default=0.0, show_default=True, type=FiniteFloat(min=0))
-@click.option("--anneal-fraction", default=0.2, show_default=True, type=FiniteFloat(0, 1, min_open=True),
-              help="anneal: the final share of the run's budget over which the lr falls.")
-@click.option("--clip-norm", type=FiniteFloat(min=0), help="[5; Bahdanau presets 1] Gradient-norm clipping (0: off).")
-@click.option("--loss-norm", type=click.Choice(["token", "sentence"]), help="[token; paper presets sentence] Average the loss over target tokens, or sum it per sentence and average over sentences (the papers).")
-@click.option("--update-freq", default=1, show_default=True, type=click.IntRange(min=1), help="Accumulate gradients over N batches per update.")
-@click.option("--eval-bleu", is_flag=True, help="After each validation, translate the valid split and log cased detokenized BLEU.")
-@click.option("--eval-bleu-beam", default=5, show_default=True, type=AtLeast(1, SEARCH_LIMITS["--beam"]))
-@click.option("--eval-bleu-max-sentences", default=0, show_default=True, type=click.IntRange(min=0), help="Translate only the first N valid sentences (0: all).")
-@click.option("--best-checkpoint-metric", type=click.Choice(["loss", "bleu"]), default="loss", show_default=True, help="What checkpoint_best.pt, --patience and the plateau schedule follow (bleu needs --eval-bleu).")
-@click.option("--ema-decay", default=0.0, show_default=True, type=FiniteFloat(0, 1, max_open=True),
-              help="Average the weights over the updates (exponential moving average with this decay, e.g. 0.9999; "
-                   "0: off). Validation, --eval-bleu and the checkpoints' weights use the average, as Marian's "
-                   "--exponential-smoothing does; training goes on from the raw weights.")
-@click.option("--keep-last", default=5, show_default=True, type=click.IntRange(min=0),
-              help="Keep only the last N checkpoint{epoch}.pt files (0: all); enough for nmtkit-average --last 5. "
-                   "Epoch and best checkpoints hold the weights only; checkpoint_last.pt also the optimizer state.")
-@click.option("--guided-alignment-weight", default=0.0, show_default=True, type=FiniteFloat(min=0),
-              help="Guided alignment: add this weight times a loss between the attention and the links stored by "
-                   "nmtkit-preprocess --alignfile (0: off).")
-@click.option("--guided-alignment-loss", type=click.Choice(["ce", "mse"]), default="ce", show_default=True,
-              help="Guided-alignment loss: cross-entropy against the row-normalised links, or squared error.")
-@click.option("--max-nonfinite-updates", default=10, show_default=True, type=click.IntRange(min=0),
-              help="Divergence: stop (exit 1) after more than N consecutive updates with a NaN/inf loss or gradient "
-                   "norm (0: at the first). Such updates are skipped and no checkpoint is written while they last; "
-                   "fp16 loss-scale overflows do not count.")
-@click.option("--label-smoothing", default=0.0, show_default=True, type=FiniteFloat(0, 1, max_open=True))
-@click.option("--patience", default=0, show_default=True, type=click.IntRange(min=0), help="Early stopping: epochs without validation improvement (0: off).")
-@click.option("--validate-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also validate every N updates.")
-@click.option("--save-interval-updates", default=0, show_default=True, type=click.IntRange(min=0), help="Also write checkpoint_last.pt every N updates.")
-@click.option("--no-epoch-checkpoints", is_flag=True, help="Do not keep checkpoint{epoch}.pt files.")
-@click.option("--log-interval", default=50, show_default=True, type=click.IntRange(min=1))
-@click.option("--train-subset", default="train", show_default=True)
-@click.option("--valid-subset", default="valid", show_default=True)
+@batching_options(default_batch_size=None, max_tokens_default=f"{TrainOptions.max_tokens} without --batch-size")
+@train_options()
 @device_options()
-@click.option("--cuda-graphs", is_flag=True, help="On CUDA, replay each batch shape's decoder step loop (forward and "
-              "backward) as a CUDA graph, batches padded to buckets (Luong with input feeding, RNNsearch; "
-              "bench/README.md, \"GPU\").")
-@click.option("--no-progress", is_flag=True, help="No progress display or log lines.")
 @click.option("--dist-timeout", default=DEFAULT_DIST_TIMEOUT_S, show_default=True, type=FiniteFloat(min=1), metavar="SECONDS",
               help="Under torchrun: how long each process waits for all of WORLD_SIZE to join (then one error line), "
                    "and for the others in each collective operation.")
-@click.option("--tensorboard-logdir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Also write loss, perplexity, lr, gradient norm, tokens/s and validation loss/BLEU as TensorBoard "
-                   "event files here (pip install 'nmtkit[tensorboard]'); train_log.jsonl is written as always.")
 @click.option("--reset-optimizer", is_flag=True, help="Resume with a fresh optimizer (allows another --optimizer).")
 @click.option("--reset-lr-scheduler", is_flag=True, help="Resume with a fresh lr schedule, lr back at --lr (allows another --lr-schedule).")
 @click.option("--reset-dataloader", is_flag=True, help="Resume at the first batch of the current epoch (allows other batching, --seed or data).")
@@ -164,9 +107,8 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     resets = {k: kw.pop(k) for k in ("reset_optimizer", "reset_lr_scheduler", "reset_dataloader")}
     dist_timeout = kw.pop("dist_timeout")  # how this launch waits, not an option of the run (not in checkpoints)
     overrides = pop_model_overrides(kw)
-    kw["keep_epoch_checkpoints"] = not kw.pop("no_epoch_checkpoints")
     if kw["max_tokens"] is None and kw["batch_size"] is None:
-        kw["max_tokens"] = 4000
+        kw["max_tokens"] = TrainOptions.max_tokens
     opt = resolve_train_options(data, kw)
     registry.resolve_config(opt.arch, overrides)  # the model options' one check (Config.validate), before any data is read
     parse_device(opt.device)  # a bad --device fails before any data is read

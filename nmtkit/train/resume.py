@@ -18,7 +18,7 @@ from nmtkit.checkpoint import load_checkpoint
 from nmtkit.errors import NmtkitError
 from nmtkit.train.ema import WeightAverage
 from nmtkit.train.optim import DEFAULT_LR
-from nmtkit.train.options import TrainOptions
+from nmtkit.train.options import TrainOptions, flag_of
 from nmtkit.train.run import TrainingRun
 from nmtkit.train.state import TrainState, set_rng_state
 from nmtkit.utils.tempfiles import remove_stale_temps
@@ -37,8 +37,6 @@ RESUME_EPOCH_BOUNDARY = ("max_tokens", "batch_size")
 #: Not compared here: the model's options and dictionaries are checked on their own, the training
 #: data by its fingerprint, and the save dir is where the checkpoint was found.
 RESUME_NOT_COMPARED = ("data", "save_dir", "arch")
-#: Flags whose name is not ``--`` + the option's name.
-FLAG_NAMES = {"keep_epoch_checkpoints": "--no-epoch-checkpoints"}
 
 
 def option_defaults() -> dict[str, Any]:
@@ -69,7 +67,8 @@ def fmt(value: Any) -> str:
 
 def flag(name: str) -> str:
     """The command-line flag of option ``name``."""
-    return FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+    declared = flag_of(name) if name in TrainOptions.__dataclass_fields__ else None
+    return (declared.name if declared is not None else "") or "--" + name.replace("_", "-")
 
 
 # ------------------------------------------------------------------ applying the policy

@@ -207,9 +207,8 @@ def run_console_script(command: click.Command) -> None:
     """A console script's entry point: run ``command``, then end the process without Python's
     interpreter teardown.
 
-    Why: with torch and a model loaded, freeing every module at exit took 0.3-0.4 s on this CPU
-    (a one-sentence ``nmtkit-translate``: 1.6-1.8 s against 2.0-2.2 s), a tenth of translating
-    Multi30k's test set with the int8 fast path.  Nothing is skipped that matters: the command
+    Why: with torch and a model loaded, freeing every module at exit took a sizeable share of a
+    short command (bench/README.md).  Nothing is skipped that matters: the command
     has flushed stdout and closed its outputs (:func:`handle_errors`, atomic writes), ``atexit``
     handlers still run here, and the Python streams (current and original) and C's stdio are
     flushed before ``os._exit``.  Exit statuses are the interpreter's: ``sys.exit(None)`` 0, an

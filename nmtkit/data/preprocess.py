@@ -253,7 +253,7 @@ def unknown_word_advice(meta: dict) -> list[str]:
 
     Why: a model cannot produce a word its dictionary lacks, so a high rate on held-out text caps
     its quality; without ``--tokenizer`` and ``--bpe``, "cat." and "cat" are different words and
-    every unseen form is ``<unk>`` (10.9% of Multi30k's valid words so), and nothing said so."""
+    every unseen form is ``<unk>`` (a good share of Multi30k's valid words), and nothing said so."""
     flags = []
     if meta.get("tokenizer", "none") == "none":
         flags.append("--tokenizer moses")

@@ -1,7 +1,7 @@
 """``--path`` values as checkpoint file names: the one split and check.
 
 Why a module of its own, free of torch: the commands check that no output replaces a checkpoint,
-and that the checkpoints exist, before they import torch (about 0.8 s) and load a model, so that
+and that the checkpoints exist, before they import torch (slow) and load a model, so that
 a wrong path is a one-line error at once.
 """
 from __future__ import annotations

@@ -16,28 +16,28 @@ What is quantised:
   (``weight_ih_l0`` ...) that a quantised module does not have; this module registers
   :meth:`QuantizedRNN.step` there (``RNN_STEPS``), :meth:`QuantizedRNN.products` for the encoder's
   step loop (:data:`~nmtkit.models.encoders.RNN_PRODUCTS`: the input products of all steps in one
-  int8 product, where torch's packed int8 RNN made one per step, 14 ms of a 64-sentence batch)
+  int8 product, where torch's packed int8 RNN made one per step)
   and :meth:`Int8Linear.rows` for shortlists (``OUTPUT_ROW_SELECTORS``), so ``nmtkit.models``
   stays float-only.  A whole-sequence decoder call (``rnnencdec``) runs the same step over time.
 
-How (measured on the 1-hour Multi30k model's valid set, beam 5, against its float32 output;
-bench/RESULTS.md has the benchmark figures):
+How (each choice measured against the float32 output of a Multi30k model; the figures are in
+bench/RESULTS.md and the CHANGELOG):
 
 * **weights**: int8 with one scale per output row.  The rows of a tied output layer differ in
-  norm: one scale for the whole matrix cost 0.2 BLEU (39.72 against 39.93), per row none.
+  norm: one scale for the whole matrix cost BLEU, one per row none.
   torch's own int8 RNNs have one scale per matrix; :class:`QuantizedRNN` has per-row scales too;
 * **activations**: quantised per product to unsigned 8 bits.  fbgemm, torch's int8 CPU library,
   by default uses 7 of them ("reduce_range"): without VNNI its AVX2/AVX-512 kernels sum pairs of
   u8 x s8 products in saturating 16 bits.  A CPU with VNNI sums them in 32 bits, so there all
-  8 bits are used (:func:`full_range_activations`): half the rounding error.  On valid that
-  changed 185 instead of 268 of 1,014 outputs against float32, at the same speed.
+  8 bits are used (:func:`full_range_activations`): half the rounding error, fewer outputs
+  that differ from float32, at the same speed.
 
 * **feedback layers stay bf16**: a layer whose output is the next step's input besides the
   recurrent state (Luong's ``W_c`` under input feeding: ``h~_t`` feeds the next step) compounds
-  its rounding over the steps.  On valid, ``W_c`` in float32 halved the int8 outputs that differ
-  from float32 (87 against 165 of 1,014), the output layer in float32 hardly mattered (159).
+  its rounding over the steps: ``W_c`` in float32 halved the int8 outputs that differ from
+  float32, the output layer in float32 hardly mattered.
   A model names such layers (``feedback_layers``); they run as :class:`Bf16Linear` where the CPU
-  has native bf16 (82 lines differ, at int8's speed; float32 ``W_c`` was slower) and stay
+  has native bf16 (as close to float32, at int8's speed; float32 ``W_c`` was slower) and stay
   float32 elsewhere.
 
 torch's kernels scale a product's activations by one number for the whole batch, so int8

@@ -30,7 +30,7 @@ entry itself, when it already is a piece of the target dictionary, so a table ma
 text works as well).
 
 Compiled shortlists: reading a text table and running its targets through the target pipeline
-costs about 0.35 s of every translate command's start-up (bench/RESULTS.md), the same work
+costs a noticeable part of every translate command's start-up (bench/RESULTS.md), the same work
 each time for one model and table.  ``nmtkit shortlist`` does it once (as Marian's
 ``marian-conv --shortlist`` and Sockeye's ``sockeye-lexicon create`` do) and writes an ``.npz``
 archive: for every source key, its target ids sorted with the rank of the first table entry

@@ -1,19 +1,13 @@
 """Float32 matrix products on the CPU through oneDNN instead of MKL.
 
 Why: the MKL inside PyTorch's CPU wheels picks its AVX2 kernels on AMD CPUs, while oneDNN, in
-the same wheel, uses AVX-512 on them.  What that is worth depends on the core
-(``bench/gemm_speed.py``, bench/RESULTS.md, one thread, quiet machine):
-
-* on this project's first host (records at 1457596; a core with full-width AVX-512 units),
-  translation-sized float32 products ran at 246-258 GFLOP/s through oneDNN against 108-114
-  through MKL, the output layer of a training batch at 179 against 99 (forward and backward),
-  and the small gate products of a training step at about the same speed in both;
-* on its later host, a Zen 4 EPYC (family 25, model 17), whose AVX-512 runs on 256-bit units,
-  both libraries reach about the core's float32 peak of 100 GFLOP/s: oneDNN 1.04-1.09x MKL for
-  the output layer and translation, 0.6x for a per-step gate product with its own weight
-  gradient (which training does not compute: :class:`LoopWeight`).  Training ``luong_small``
-  with ``NMTKIT_ONEDNN=0`` ran about 4 % slower there (timed by hand), so oneDNN stays the
-  default on AMD CPUs.
+the same wheel, uses AVX-512 on them.  What that is worth depends on the core: on one with
+full-width AVX-512 units oneDNN ran translation-sized products and the output layer far faster
+than MKL; where AVX-512 runs on 256-bit units (Zen 4) both reach about the core's float32 peak,
+oneDNN a little ahead for the output layer and translation and behind for a per-step gate
+product with its own weight gradient (which training does not compute: :class:`LoopWeight`),
+and training was still faster with it, so oneDNN stays the default on AMD CPUs.  The figures
+and their hosts: ``bench/gemm_speed.py``, bench/RESULTS.md.
 
 The arithmetic is the same float32 (the summation order differs, so results differ in the last
 bits, as between any two BLAS libraries).
@@ -102,7 +96,7 @@ class _OneDnnLinear(torch.autograd.Function):
             gx = _onednn_linear(grad, weight.t(), None)  # grad @ weight
         if ctx.needs_input_grad[1]:
             # grad.T @ x, computed as (x.T @ grad).T: oneDNN copies a transposed input, and grad
-            # (rows x out) is the larger operand (2x faster for the output layer's weight)
+            # (rows x out) is the larger operand (faster for the output layer's weight)
             gw = _onednn_linear(x.reshape(-1, x.size(-1)).t(), flat.t(), None).t()
         if ctx.has_bias and ctx.needs_input_grad[2]:
             gb = flat.sum(0)
@@ -236,11 +230,9 @@ FAST_TANH = _fast_tanh_enabled()
 def tanh(x: Tensor) -> Tensor:
     """``torch.tanh``; as ``2 sigmoid(2x) - 1`` for float32 on the CPU when no gradient is needed.
 
-    Why: on this project's first AMD host, torch's CPU tanh ran at about a ninth of its sigmoid's
-    speed whatever ATen's vector level (170 against 18 us for a ``[320, 256]`` decoder tensor,
-    one thread; timed by hand; on the later Zen 4 host, timed beside training, 421 against 68 us,
-    the identity 120), and a decoder step computes up to five tanh.  The identity costs
-    three cheap kernels (34 us) and is within 2e-7 of ``torch.tanh`` everywhere (absolute; it
+    Why: on the AMD hosts measured, torch's CPU tanh ran several times slower than its sigmoid
+    whatever ATen's vector level, and a decoder step computes up to five tanh.  The identity
+    costs three cheap kernels and is within 2e-7 of ``torch.tanh`` everywhere (absolute; it
     loses relative precision only where tanh is itself below 1e-7).  Training (autograd) keeps
     ``torch.tanh``, so gradients and the training exactness tests are untouched.  As with
     :func:`linear`, only AMD (and Hygon) CPUs take this path by default; ``NMTKIT_FAST_TANH=1``

@@ -217,8 +217,8 @@ class LuongModel(Seq2SeqModel):
         encoder output, so it follows the search's reordering), and the weights average those:
         ``W_c [c; h] = W_c' (sum_s a_s h_s) + W_c'' h = sum_s a_s (W_c' h_s) + W_c'' h``.  Each
         step then reads vectors of the decoder's size instead of the annotations and multiplies
-        only ``h`` by ``W_c''``: about 9 % of a step of 320 hypotheses of the Multi30k model with
-        int8 weights (bench/README.md); the same sum, rounded differently."""
+        only ``h`` by ``W_c''``, a measurable share of a search step with int8 weights
+        (bench/README.md); the same sum, rounded differently."""
         if not self.has_attention:
             return top, None
         n, t, h = top.shape

@@ -13,7 +13,7 @@ is slower than float32, so it is refused.
 
 What ``auto`` means on such a CPU, from measurements (bench/RESULTS.md, "quality" and "train
 speed"): **training** runs in bf16, because the recipe model reached the same valid BLEU and
-perplexity epoch for epoch as in float32 while training about 1.8x as fast; **inference**
+perplexity epoch for epoch as in float32 while training clearly faster; **inference**
 (translate, score, align) stays float32, so that a checkpoint's output is exact and the same on
 every machine; ``--amp bf16`` and ``--quantize int8`` are its opt-in fast paths.
 """

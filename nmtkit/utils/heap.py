@@ -4,10 +4,9 @@ Why: glibc serves an allocation above its mmap threshold (at most 32 MiB, howeve
 with a fresh ``mmap`` and returns it to the kernel on ``free``, so each such tensor costs a page
 fault and a kernel zero-fill for every 4 KiB page it touches.  A training step of a Multi30k-sized
 model allocates several of them (the ``[tokens, vocabulary]`` logits, log-probabilities and their
-gradients, about 40 MB each) and frees them again.  On this project's CPU a 40 MB ``clone`` took
-15.8 ms fresh and 2.0 ms from memory the process kept; ``luong_small`` float32 training went from
-about 4,650 to 4,830 target tokens/s (bench/README.md).  PyTorch has no caching allocator on the
-CPU, so the heap is told to keep what it frees instead: the process's resident memory then stays
+gradients, about 40 MB each) and frees them again.  A fresh buffer of that size cost several
+times one from memory the process kept, and training ran faster so (bench/README.md).  PyTorch
+has no caching allocator on the CPU, so the heap is told to keep what it frees instead: the process's resident memory then stays
 at its peak rather than returning freed buffers to the system, which a training run reaches
 again at the next long batch anyway.
 """

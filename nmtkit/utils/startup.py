@@ -3,9 +3,8 @@
 Why: importing torch and sacremoses, loading a model and building the BPE tables create a few
 hundred thousand objects that live until the process ends.  CPython's collector is triggered by
 allocation counts, so it ran several full collections over that growing heap during start-up,
-none of which could free anything: 0.2 s of `import torch, sacremoses` (0.91 against 0.71 s)
-and 0.07 s of building the BPE tables on this project's CPU, 6 % of translating Multi30k's test
-set with the int8 fast path (bench/README.md).  :func:`long_lived` pauses the collector (for the
+none of which could free anything: a sizeable share of a short translate command's start-up
+(bench/README.md).  :func:`long_lived` pauses the collector (for the
 whole process) during the block, then moves every object it tracks at that point, the block's
 and any left from before, into the permanent generation (:func:`gc.freeze`), so that later
 collections, run as usual, no longer walk them.  Cyclic garbage made in the block is therefore

@@ -18,9 +18,7 @@ MAX_FUNCTION_LINES = 80
 EXEMPT = ("sample/",)
 #: Modules and functions still over the budget, each at most its size today, until it is split
 #: (a ratchet: an entry may only shrink, and goes once it fits).
-PENDING = {
-    "nmtkit/cli/common.py": 487,
-}
+PENDING: dict[str, int] = {}
 
 
 def _modules() -> list[Path]:

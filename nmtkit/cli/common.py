@@ -15,9 +15,9 @@ import rich_click
 
 from nmtkit.cli.config_file import (DUMP_CONFIG, EFFECTIVE_CONFIG, ConfigFileError, dump_config,  # noqa: F401
                                        effective_config, load_config, want_dump)
+from nmtkit.cli.option_types import SEED, AtLeast, FiniteFloat, OneOf, Within  # noqa: F401 - the commands import them from here
 from nmtkit.errors import NmtkitError
 from nmtkit.utils.amp import AMP_CHOICES
-from nmtkit.utils.checks import at_least_message, at_most_message, finite_message, one_of_message
 from nmtkit.utils.console import console
 from nmtkit.utils.device import parse_device
 from nmtkit.utils.memory import allocation_failure_message, is_allocation_failure
@@ -34,82 +34,6 @@ EXIT_ERROR = 1  # bad input, bad option values found after parsing, failed write
 EXIT_USAGE = 2  # a command line click cannot parse (unknown option, value out of range)
 EXIT_BROKEN_PIPE = 141  # stdout closed by the reader (``| head``): 128 + SIGPIPE, as a shell reports it
 # EXIT_INTERRUPT (130): Ctrl-C or SIGTERM, from nmtkit.utils.signals
-
-
-class FiniteFloat(click.FloatRange):
-    """A float option that must be a finite number (click's ``FloatRange`` lets ``nan`` and
-    ``inf`` through, and a ``nan`` learning rate or length penalty fails silently later)."""
-
-    name = "float"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        import math
-
-        out = super().convert(value, param, ctx)
-        if out is not None and not math.isfinite(out):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return out
-
-    def _describe_range(self) -> str:
-        """No ``[x<=None]`` in ``--help`` for a float without bounds."""
-        return "" if self.min is None and self.max is None else super()._describe_range()
-
-
-def _flag_name(param: Any) -> str:
-    opts = getattr(param, "opts", None) or [getattr(param, "name", "value")]
-    return next((o for o in opts if o.startswith("--")), opts[0])
-
-
-class AtLeast(click.IntRange):
-    """An int option ``>= low`` (and ``<= high`` where given) refused in the library's words
-    (:mod:`nmtkit.utils.checks`), for options the library checks too: ``--beam 0`` and
-    ``--beam 100001`` read the same from the command line and from Python, and both are usage errors."""
-
-    def __init__(self, low: int, high: Optional[int] = None) -> None:
-        super().__init__(min=low, max=high)
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        out = click.INT.convert(value, param, ctx)  # not a number: click's own message
-        if out < self.min:
-            raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
-        if self.max is not None and out > self.max:
-            raise click.UsageError(at_most_message(_flag_name(param), out, self.max), ctx)
-        return out
-
-
-class Within(FiniteFloat):
-    """A finite float option inside ``[low, high]`` (either end may be open), refused in the
-    library's words as :class:`AtLeast` is: the search's bounds (:data:`nmtkit.generate.search_options.LIMITS`)
-    are usage errors on the command line and the same message from Python."""
-
-    def __init__(self, low: Optional[float] = None, high: Optional[float] = None) -> None:
-        super().__init__(min=low, max=high)
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        import math
-
-        out = click.FLOAT.convert(value, param, ctx)  # not a number: click's own message
-        if not math.isfinite(out):
-            raise click.UsageError(finite_message(_flag_name(param), out), ctx)
-        if self.min is not None and out < self.min:
-            raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
-        if self.max is not None and out > self.max:
-            raise click.UsageError(at_most_message(_flag_name(param), out, self.max), ctx)
-        return out
-
-
-class OneOf(click.Choice):
-    """A choice refused in the library's words (:func:`nmtkit.utils.checks.one_of_message`)."""
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
-        try:
-            return super().convert(value, param, ctx)
-        except click.BadParameter:
-            raise click.UsageError(one_of_message(_flag_name(param), value, self.choices), ctx) from None
-
-
-#: ``--seed``: what ``torch.manual_seed`` accepts (a larger one was an overflow traceback).
-SEED = click.IntRange(0, 2**64 - 1)
 
 
 def fail(prog: str, message: str) -> None:

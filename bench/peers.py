@@ -224,6 +224,20 @@ def check_flags(tool: Path, argv: Sequence[object], help_args: Sequence[str] = (
         raise CheckFailed(f"{tool}: {', '.join(missing)} not in its --help (renamed or missing in this version)")
 
 
+def check_fairseq_args(python: Path, argv: Sequence[object], parser: str = "training") -> None:
+    """fairseq lists a model's, criterion's and optimizer's options in no ``--help``: its own
+    parser (``fairseq.options``, in the peer's interpreter) parses ``argv`` instead, and an option
+    it does not know (renamed or missing in this version) fails here."""
+    code = ("import sys\nfrom fairseq import options\n"
+            f"p = options.get_{parser}_parser()\n"
+            "options.parse_args_and_arch(p, sys.argv[1:])\n")
+    r = subprocess.run([str(python), "-c", code, *map(str, argv)], capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"})
+    if r.returncode != 0:
+        tail = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["?"]
+        raise CheckFailed(f"fairseq ({python}) does not take these options: {tail[0]}")
+
+
 def onmt_dropped_share(onmt_tokens_per_batch: float, corpus_tokens_per_pair: float, batch_size: int) -> float:
     """The share of target tokens OpenNMT-py's sentence batches lack against the corpus's: the
     pairs its batcher skipped (mostly long ones) from its own log's mean target tokens per batch."""

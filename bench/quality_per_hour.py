@@ -335,7 +335,8 @@ def fairseq_ema_weights(args: argparse.Namespace, ckpt: Path) -> Path:
     """fairseq keeps its weight average (``--store-ema``) beside the model in each checkpoint
     (``extra_state["ema"]``) and generates with the raw weights; this writes a copy whose model is the
     average, which fairseq-interactive then loads (not timed).  A checkpoint without one is used as is."""
-    out = ckpt.with_name(ckpt.stem + ".ema.pt")
+    out = ckpt.parent.parent / "ema" / ckpt.name  # beside ckpt/, whose checkpoint*.pt are the run's own
+    out.parent.mkdir(exist_ok=True)
     if out.is_file() and out.stat().st_mtime >= ckpt.stat().st_mtime:
         return out
     code = ("import sys, torch\nst = torch.load(sys.argv[1], map_location='cpu', weights_only=False)\n"
@@ -697,9 +698,10 @@ def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: P
             peers.check_flags(train[0], train[1:])
             peers.check_flags(train[0], decoding(s, 5), help_args=("decode", "--help"))
         elif s == "fairseq":
-            # fairseq lists a model's, criterion's and optimizer's options only once they are named
-            peers.check_flags(train[0], train[1:], help_args=(*map(str, train[1:]), "--help"))
-            peers.check_flags(peer_bin(args, "fairseq", "fairseq-interactive"), decoding(s, 5), help_args=(str(txt), "--help"))
+            python = peer_bin(args, "fairseq", "python")
+            peers.check_fairseq_args(python, train[1:], "training")
+            peers.check_fairseq_args(python, [dest.parent / "_check" / s / "bin", "--path", "x.pt", *decoding(s, 5)],
+                                     "interactive_generation")
     shutil.rmtree(dest.parent / "_check", ignore_errors=True)
 
 

@@ -56,7 +56,9 @@ def _help_text(cmd: click.Command) -> list[str]:
 
 
 def _section(name: str, cmd: click.Command, parent: click.Context | None, level: int) -> list[str]:
-    ctx = click.Context(cmd, info_name=name.split()[-1], parent=parent, **cmd.context_settings)
+    accepted = inspect.signature(click.Context).parameters  # settings meant for another Context class
+    settings = {k: v for k, v in cmd.context_settings.items() if k in accepted}
+    ctx = click.Context(cmd, info_name=name.split()[-1], parent=parent, **settings)
     out = ["", f"{'#' * level} {name}", ""]
     out += ["```text", " ".join([name, *cmd.collect_usage_pieces(ctx)]), "```", ""]
     out += _help_text(cmd)

@@ -55,6 +55,33 @@ def _help_text(cmd: click.Command) -> list[str]:
     return out
 
 
+def _table(rows: list[tuple[str, str]]) -> list[str]:
+    return ["| option | meaning |", "|---|---|", *(f"| `{opts}` | {_md(text)} |" for opts, text in rows), ""]
+
+
+def _option_tables(cmd: click.Command, ctx: click.Context) -> list[str]:
+    """The options as ``--help`` lists them: one table, or one per help panel (rich-click's
+    ``panels``, titled as ``--help`` titles them) where the command has panels."""
+    records = [(p, p.get_help_record(ctx)) for p in cmd.get_params(ctx)]
+    records = [(p, r) for p, r in records if r is not None]
+    panels = getattr(cmd, "panels", None) or []
+    if not panels:
+        return _table([r for _, r in records]) if records else []
+    out: list[str] = []
+    used: set[int] = set()
+    for panel in panels:
+        names = set(getattr(panel, "options", None) or [])
+        rows = [(i, r) for i, (p, r) in enumerate(records)
+                if i not in used and names & set(getattr(p, "opts", []) + getattr(p, "secondary_opts", []))]
+        if rows:
+            used.update(i for i, _ in rows)
+            out += [f"**{html.escape(str(panel.name), quote=False)}**", "", *_table([r for _, r in rows])]
+    rest = [r for i, (_, r) in enumerate(records) if i not in used]
+    if rest:
+        out += ["**Options**", "", *_table(rest)]
+    return out
+
+
 def _section(name: str, cmd: click.Command, parent: click.Context | None, level: int) -> list[str]:
     accepted = inspect.signature(click.Context).parameters  # settings meant for another Context class
     settings = {k: v for k, v in cmd.context_settings.items() if k in accepted}
@@ -62,10 +89,7 @@ def _section(name: str, cmd: click.Command, parent: click.Context | None, level:
     out = ["", f"{'#' * level} {name}", ""]
     out += ["```text", " ".join([name, *cmd.collect_usage_pieces(ctx)]), "```", ""]
     out += _help_text(cmd)
-    rows = [r for r in (p.get_help_record(ctx) for p in cmd.get_params(ctx)) if r is not None]
-    if rows:
-        out += ["| option | meaning |", "|---|---|"]
-        out += [f"| `{opts}` | {_md(text)} |" for opts, text in rows]
+    out += _option_tables(cmd, ctx)
     if isinstance(cmd, click.Group):
         for sub in cmd.list_commands(ctx):
             out += _section(f"{name} {sub}", cmd.get_command(ctx, sub), ctx, level + 1)

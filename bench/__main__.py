@@ -9,7 +9,7 @@ the host's peak).
 
     python -m bench probe                          # once per host: fingerprint + one-thread peaks
     python -m bench run train-speed --record       # and preprocess, quality-per-hour, translate-speed,
-                                                   #     score-memory, aer, gpu
+                                                   #     score-memory, aer, recipe, gpu
     python -m bench run train-speed --smoke        # tiny settings: checks the pipeline, records nothing
     python -m bench plan SUITE                     # the steps a suite runs, without running them
     python -m bench report                         # regenerate bench/RESULTS.md from the records
@@ -36,6 +36,11 @@ SUITES: dict[str, dict] = {
         ("train_speed", ["--peer", "opennmt", "--arch", "luong_small", "--amp", "bf16", "--threads", "1"]),
         ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "none", "--threads", "1", "--max-update", "250"]),
         ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "bf16", "--threads", "1", "--max-update", "250"]),
+        # the 2-thread figures (a quiet 2-core machine: nothing else may run)
+        ("train_speed", ["--peer", "opennmt", "--arch", "luong_small", "--amp", "none", "--threads", "2"]),
+        ("train_speed", ["--peer", "opennmt", "--arch", "luong_small", "--amp", "bf16", "--threads", "2"]),
+        ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "none", "--threads", "2", "--max-update", "250"]),
+        ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "bf16", "--threads", "2", "--max-update", "250"]),
     ]},
     "quality-per-hour": {"work": "/root/qph", "steps": [
         # the same tuning budget on valid for every system (4 variants x 15 min each), then 2 seeds x 1 h each
@@ -50,7 +55,15 @@ SUITES: dict[str, dict] = {
         ("translate_speed", ["--threads", "1", "2", "--repeat", "3"]),
     ]},
     "score-memory": {"steps": [("score_memory", [])]},
-    "aer": {"work": "/root/aer", "steps": [("aer_hansards", [])]},
+    # the configuration of the recorded AER runs: all 310,661 pairs, rnnsearch_small both directions,
+    # 6 rounds of 20 minutes, then 2 rounds of guided models (eflomal's links); steps are cached in WORK
+    "aer": {"work": "/root/aer", "steps": [("aer_hansards", ["--max-train", "0", "--arch", "rnnsearch_small", "--rounds", "6",
+                                                             "--train-minutes", "20", "--guided-rounds", "2"])]},
+    # the Multi30k recipe (examples/multi30k): 2 seeds side by side for 2 h, float32 and bf16
+    "recipe": {"work": "/root/m30k-recipe", "steps": [
+        ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),
+        ("quality", ["--amp", "bf16", "--seeds", "1", "2", "--hours", "2"]),
+    ]},
     # on a CUDA machine (through the device tool: bench/gpu_run.sh is the whole call there), on the
     # quality-per-hour data; measure writes files, report scores and records them
     "gpu": {"work": "/root/qph", "needs": "quality-per-hour (its data directory)", "steps": [
@@ -70,6 +83,8 @@ SMOKE = {
     "translate_speed": ["--repeat", "1"],
     "score_memory": ["--lines", "2000"],
     "preprocess": ["--bpe-merges", "500"],
+    "aer_hansards": ["--max-train", "2000", "--rounds", "1", "--train-minutes", "0.5", "--guided-rounds", "0"],
+    "quality": ["--hours", "0.01", "--seeds", "1"],
 }
 
 #: Modules whose argument parser has no --work/--data/--peers (benchlib.add_common_args).

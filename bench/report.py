@@ -151,7 +151,8 @@ REMEASURE = [
     ("quality-per-hour", "python -m bench run quality-per-hour --record      # hours: 2 seeds x 5 systems, 2 at a time"),
     ("translate-speed", "python -m bench run translate-speed --record       # after quality-per-hour, alone"),
     ("score-memory", "python -m bench run score-memory --record"),
-    ("aer", "python -m bench run aer --record"),
+    ("aer", "python -m bench run aer --record                   # ~3 h: 6 x 20 min + 2 guided rounds, both directions"),
+    ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),
     ("gpu", "python -m bench run gpu --record                   # on a CUDA machine (device tool)"),
 ]
 

@@ -8,6 +8,8 @@ import torch
 from click.testing import CliRunner
 from torch import nn
 
+import helpers
+
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.cli.train import command as train
 import nmtkit.train.ema as ema_module
@@ -40,10 +42,8 @@ def test_the_average_follows_the_warmed_up_recurrence_and_swaps_back():
         WeightAverage(model, 1.0)
 
 
-def run_train(data: Path, save: Path, *extra: str):
-    args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
-            "--no-progress", "--dropout", "0.3", "--ema-decay", "0.9", *extra]
-    return CliRunner().invoke(train, args)
+def run_train(data: Path, save: Path, *extra: str):  # noqa: ANN201
+    return helpers.run_train(data, save, "--ema-decay", "0.9", *extra)
 
 
 def _moved_average(seed: int = 0) -> tuple[nn.Module, WeightAverage, dict[str, torch.Tensor]]:

@@ -15,7 +15,7 @@ from torch.nn import functional as F
 
 from nmtkit.models import gemm
 from nmtkit.train.loss import sequence_loss
-from tests.test_model_exactness import _luong_variants, _vid, batch, make_model
+from helpers import _luong_variants, _vid, batch, make_model
 
 pytestmark = pytest.mark.skipif(not gemm.AVAILABLE, reason="oneDNN is not available in this torch")
 

@@ -20,6 +20,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
+import helpers
+
 from nmtkit.cli.align import command as align
 from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
@@ -202,10 +204,8 @@ def aligned_data(tiny_parallel, tmp_path) -> Path:
     return dest
 
 
-def run_train(data: Path, save: Path, *extra: str):
-    return CliRunner().invoke(train, [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2",
-                                      "--seed", "7", "--no-progress", "--dropout", "0.3", "--guided-alignment-weight", "0.5",
-                                      *extra])
+def run_train(data: Path, save: Path, *extra: str):  # noqa: ANN201
+    return helpers.run_train(data, save, "--guided-alignment-weight", "0.5", *extra)
 
 
 def test_guided_training_resumes_bit_for_bit(aligned_data, tmp_path):

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from nmtkit.models.loop_graphs import LoopGraphs, LoopSpec, _Loop, round_up
-from test_models import make_batch, random_sentences, tiny_model
+from helpers import make_batch, random_sentences, tiny_model
 
 torch.set_num_threads(1)
 

@@ -16,42 +16,16 @@ variants and the presets (no gradients); this file covers gradients and the new 
 """
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
+from helpers import NO_DROPOUT, VOCAB, _luong_variants, _vid, batch, make_model  # noqa: F401 - used below
 
-from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
-from nmtkit.models import build_model, resolve_config
+from nmtkit.data.dictionary import PAD_ID
+from nmtkit.models import resolve_config
 from nmtkit.models.base import Seq2SeqModel
 from nmtkit.train.loss import sequence_loss
 
 torch.set_num_threads(1)
-
-VOCAB = 30
-NO_DROPOUT = dict(dropout=0.0, dropout_embed=0.0, dropout_hidden=0.0, dropout_output=0.0)
-
-
-def make_model(arch: str, seed: int = 0, **overrides) -> Seq2SeqModel:
-    torch.manual_seed(seed)
-    name, cfg = resolve_config(arch, {**NO_DROPOUT, **overrides})
-    d = Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(VOCAB - 4)])
-    return build_model(name, cfg, d, d)
-
-
-def batch(seed: int = 5):
-    """4 sentence pairs of different lengths (sources 8, 3, 5, 1 + </s>): padding on both sides."""
-    gen = torch.Generator().manual_seed(seed)
-
-    def pad(seqs):
-        out = torch.full((len(seqs), max(map(len, seqs))), PAD_ID, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            out[i, : len(s)] = torch.tensor(s)
-        return out
-
-    src = [torch.randint(4, VOCAB, (n,), generator=gen).tolist() + [EOS_ID] for n in (8, 3, 5, 1)]
-    tgt = [torch.randint(4, VOCAB, (n,), generator=gen).tolist() + [EOS_ID] for n in (4, 7, 2, 5)]
-    return pad(src), torch.tensor([len(s) for s in src]), pad([[BOS_ID] + t[:-1] for t in tgt]), pad(tgt)
 
 
 def stepped(model: Seq2SeqModel, src, lengths, prev):
@@ -109,33 +83,6 @@ def check_exact(model: Seq2SeqModel) -> None:
         torch.testing.assert_close(fast[name], ref[name], atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
         n_checked += 1
     assert n_checked >= 5
-
-
-def _luong_variants():
-    out = []
-    for attention, score, feed, bidir in itertools.product(
-        ("global", "local-m", "local-p"), ("dot", "general", "concat", "location"), (True, False), (False, True)
-    ):
-        # reversal and depth alternate so that each (attention, feeding, encoder) sees both values
-        reverse = score in ("general", "location")
-        layers = 2 if (score in ("dot", "location")) != bidir else 1
-        out.append(dict(attention=attention, score=score, input_feeding=feed, encoder_bidirectional=bidir,
-                        source_reversal=reverse, layers=layers))
-    for bidir in (False, True):  # no attention: no input feeding either (a config error)
-        out.append(dict(attention="none", input_feeding=False, encoder_bidirectional=bidir, source_reversal=bidir, layers=2))
-    # a wider bidirectional encoder than the decoder (annotations of 18 against hidden_size 12)
-    for attention, score, layers in (("global", "general", 2), ("local-p", "concat", 1), ("local-m", "location", 2)):
-        out.append(dict(attention=attention, score=score, input_feeding=True, encoder_bidirectional=True,
-                        encoder_hidden_size=9, source_reversal=False, layers=layers))
-    out.append(dict(attention="none", input_feeding=False, encoder_bidirectional=True, encoder_hidden_size=9,
-                    source_reversal=True, layers=2))
-    return out
-
-
-def _vid(o: dict) -> str:
-    return "-".join([o["attention"], o.get("score", ""), "feed" if o["input_feeding"] else "nofeed",
-                     "bi" if o["encoder_bidirectional"] else "uni", "rev" if o["source_reversal"] else "fwd",
-                     f"L{o['layers']}"] + ([f"enc{o['encoder_hidden_size']}"] if "encoder_hidden_size" in o else []))
 
 
 @pytest.mark.parametrize("opts", _luong_variants(), ids=_vid)

@@ -6,47 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
-from nmtkit.models import build_model, resolve_config
+from nmtkit.data.dictionary import BOS_ID, PAD_ID
 from nmtkit.models.base import EncoderOutput, Seq2SeqModel, rows_per_sentence
+
+from helpers import make_batch, make_dict, pad_batch, random_sentences, tiny_model  # noqa: F401 - used below
 
 torch.set_num_threads(1)
 
 TINY = ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"]
-
-
-def make_dict(n_words: int) -> Dictionary:
-    return Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words)])
-
-
-def pad_batch(seqs: list[list[int]], width: int | None = None) -> torch.Tensor:
-    width = width or max(len(s) for s in seqs)
-    out = torch.full((len(seqs), width), PAD_ID, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s)
-    return out
-
-
-def make_batch(src: list[list[int]], tgt: list[list[int]], src_width: int | None = None):
-    """Word-id lists -> (src_tokens, src_lengths, prev_output_tokens, target), </s> appended."""
-    src = [s + [EOS_ID] for s in src]
-    tgt = [t + [EOS_ID] for t in tgt]
-    src_tokens = pad_batch(src, src_width)
-    lengths = torch.tensor([len(s) for s in src])
-    prev = pad_batch([[BOS_ID] + t[:-1] for t in tgt])
-    target = pad_batch(tgt)
-    return src_tokens, lengths, prev, target
-
-
-def random_sentences(gen: torch.Generator, lengths: list[int], vocab: int) -> list[list[int]]:
-    return [torch.randint(4, vocab, (n,), generator=gen).tolist() for n in lengths]
-
-
-def tiny_model(arch: str, vocab: int = 40, seed: int = 0, **overrides) -> Seq2SeqModel:
-    torch.manual_seed(seed)
-    name, cfg = resolve_config(arch, overrides)
-    d = make_dict(vocab - 4)
-    return build_model(name, cfg, d, d)
 
 
 def step_by_step(model: Seq2SeqModel, src, lengths, prev):

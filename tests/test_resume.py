@@ -18,7 +18,7 @@ from nmtkit.cli.train import command as train
 from nmtkit.checkpoint import load_checkpoint, save_checkpoint
 from nmtkit.train.lock import LOCK_NAME
 
-from test_train import params, run_train
+from helpers import params, run_train
 
 
 def state_of(save: Path) -> dict:

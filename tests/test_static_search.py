@@ -11,7 +11,7 @@ from nmtkit.generate.search import SearchOptions, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.search.fixed_shape import SearchGraphs
 from nmtkit.generate.search.topk import exact_topk, topk_ordered
-from test_models import make_batch, random_sentences, tiny_model
+from helpers import make_batch, random_sentences, tiny_model
 
 torch.set_num_threads(1)
 

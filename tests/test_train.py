@@ -7,26 +7,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
 from click.testing import CliRunner
 
+from helpers import params, run_train
+
 from nmtkit.cli.train import command as train
 from nmtkit.checkpoint import load_checkpoint
 
 
-
-
-def run_train(data: Path, save: Path, *extra: str):
-    args = [str(data), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--seed", "7",
-            "--no-progress", "--dropout", "0.3", *extra]
-    return CliRunner().invoke(train, args)
-
-
-def params(path: Path) -> dict[str, torch.Tensor]:
-    return load_checkpoint(path)["model"]
 
 
 def test_interrupted_then_resumed_equals_uninterrupted_bit_for_bit(data_dir, tmp_path):

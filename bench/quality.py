@@ -63,6 +63,7 @@ def run_recipe(work: Path, pair: str, seeds: list[int], hours: float, data: str,
 def read_log(path: Path) -> dict:
     """Valid records per epoch and the training wall time (sum of the run segments)."""
     events = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    events = [e for e in events if not e.get("superseded")]  # records of updates a resumed run redid
     valid = [e for e in events if e.get("event") == "valid" and "epoch" in e and "train_loss" in e]
     wall, seg_start = 0.0, None
     for e in events:

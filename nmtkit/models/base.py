@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Optional
 
 from torch import Tensor, nn
 
@@ -81,12 +81,13 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
     model_name: ClassVar[str] = ""
     Config: ClassVar[type]
-    #: False for the attention-free baseline: decode_step then returns ``attn=None``.
-    has_attention: ClassVar[bool] = True
+    #: False for the attention-free baseline: decode_step then returns ``attn=None`` (a model
+    #: may set it per instance, from its Config).
+    has_attention: bool = True
     #: True when decode_step accepts ``g`` rows per encoded sentence (see the module docstring).
     shares_encoder_rows: ClassVar[bool] = False
     #: True when :meth:`forward_with_posterior` is implemented (see nmtkit.models.posterior).
-    has_posterior: ClassVar[bool] = False
+    has_posterior: bool = False
     #: Names of ``Linear`` submodules whose output feeds the next decoder step besides the
     #: recurrent state (Luong's ``W_c`` under input feeding): ``--quantize int8`` keeps them in
     #: bf16, since int8 rounding there compounds over the steps (nmtkit.generate.quantize).
@@ -97,6 +98,12 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     #: Where ``--cuda-graphs`` applies: "train" (the teacher-forced step loop, see loop_graphs)
     #: and "search" (the fixed-shape search, which needs a decoder state of fixed size).
     cuda_graph_support: ClassVar[frozenset[str]] = frozenset({"train", "search"})
+
+    #: Set by every model: the options it was built with, its dictionaries, its output layer.
+    cfg: Any
+    src_dict: Any
+    tgt_dict: Any
+    output_projection: Any  # an nn.Linear, or its int8/bf16 form at inference
 
     def __init__(self, cfg, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__()

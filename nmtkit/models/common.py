@@ -217,7 +217,7 @@ def initialize_(model: nn.Module, cfg: Any) -> None:
         init_uniform_(model, cfg.init_scale)
 
 
-def tie_embeddings(model: nn.Module, src_embed: nn.Embedding, tgt_embed: nn.Embedding,
+def tie_embeddings(model: Any, src_embed: nn.Embedding, tgt_embed: nn.Embedding,
                    output_projection: nn.Linear) -> None:
     """Share weights as ``share_all_embeddings``/``share_decoder_input_output_embed`` ask.
 
@@ -303,7 +303,7 @@ def layers_first(state: Tensor) -> Tensor:
 RNN_STEPS: dict[type, Callable[..., tuple[Tensor, Tensor, Optional[Tensor]]]] = {}
 
 
-def rnn_step(rnn: nn.Module, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+def rnn_step(rnn: Any, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
     """One time step of a stacked ``nn.LSTM``/``nn.GRU`` (``batch_first``, unidirectional).
 
     Why: a one-step call of the fused multi-layer RNN pays its per-call overhead every target

@@ -15,7 +15,7 @@ always see annotations in the original source order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor, nn
@@ -121,7 +121,7 @@ Products = tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]
 RNN_PRODUCTS: dict[type, Callable[[nn.Module, int, int], Products]] = {}
 
 
-def float_products(rnn: nn.Module, layer: int, direction: int) -> Products:
+def float_products(rnn: Any, layer: int, direction: int) -> Products:
     """The products of an ``nn.LSTM``/``nn.GRU``'s weights by :mod:`nmtkit.models.gemm`."""
     sfx = f"_l{layer}" + ("_reverse" if direction else "")
     w_ih, w_hh = getattr(rnn, "weight_ih" + sfx), getattr(rnn, "weight_hh" + sfx)
@@ -134,7 +134,7 @@ def float_products(rnn: nn.Module, layer: int, direction: int) -> Products:
     return (lambda inp: gemm.linear(inp, w_ih, b_ih)), gemm.LoopWeight(w_hh, b_hh)
 
 
-def masked_rnn(rnn: nn.Module, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+def masked_rnn(rnn: Any, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Optional[Tensor]]:
     """What ``rnn`` (a batch-first ``nn.LSTM``/``nn.GRU``, or a module of :data:`RNN_PRODUCTS`)
     returns for the packed ``x`` ``[B, T, I]`` with ``lengths``, as a step loop over its products
     -> (outputs ``[B, T, H * directions]``, zeros at padding; ``h_n``; ``c_n`` or None for a GRU)."""

@@ -15,7 +15,7 @@ the options the user left unset, with the same precedence.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, cast
 
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import Seq2SeqModel
@@ -84,7 +84,7 @@ class Registry:
             config = getattr(cls, "Config", None)
             if config is None or not dataclasses.is_dataclass(config):
                 raise TypeError(f"model {name!r}: {cls.__name__}.Config must be a dataclass")
-            option_types(config)  # fails early if an annotation cannot be resolved
+            option_types(cast(type, config))  # fails early if an annotation cannot be resolved
             cls.model_name = name
             self.models[name] = cls
             return cls
@@ -217,7 +217,7 @@ class Registry:
         elif not isinstance(cfg, cls.Config):
             raise TypeError(f"build_model({model_name!r}) needs a {cls.__name__}.Config, got {type(cfg).__name__}")
         else:
-            cfg.validate()
+            cast(Any, cfg).validate()
         model = cls(cfg, src_dict, tgt_dict)
         initialize_(model, cfg)
         return model

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.cli.train import command as train
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
+from nmtkit.generate.search.fixed_shape import SearchGraphs
 from nmtkit.models import build_model, resolve_config
 from nmtkit.models.base import Seq2SeqModel
 
@@ -49,6 +50,18 @@ def tiny_model(arch: str, vocab: int = 40, seed: int = 0, **overrides) -> Seq2Se
     name, cfg = resolve_config(arch, overrides)
     d = make_dict(vocab - 4)
     return build_model(name, cfg, d, d)
+
+
+class EagerStatic(SearchGraphs):
+    """The fixed-shape search, its steps run eagerly, on any device (the CPU tests' stand-in for
+    the CUDA graphs of ``--cuda-graphs``)."""
+
+    def __init__(self, **kw) -> None:  # noqa: ANN003
+        super().__init__(sentence_step=4, length_step=8, capture=False, **kw)
+
+    @staticmethod
+    def applies(x: torch.Tensor) -> bool:
+        return True
 
 
 # -- the exactness tests' models (test_model_exactness, test_gemm) -----------------------------

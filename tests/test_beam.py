@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import pytest
 import torch
 from generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_dict, pad_batch, table_fn
+from helpers import EagerStatic
 
 from nmtkit.errors import NmtkitError
 import nmtkit.generate.search.topk as topk_mod
@@ -17,6 +19,30 @@ from tests.conftest import search_options
 
 WORDS = ["a", "b", "c", "d"]
 L = math.log
+
+#: The hand-computed cases that the fixed-shape search (tests/test_static_search.py) must give
+#: too: each runs through both executors, the fixed-shape one eagerly (helpers.EagerStatic).
+BOTH_EXECUTORS = ["test_beam_finds_better_sequence_than_greedy", "test_nbest_order_and_scores_by_hand",
+                  "test_ties_prefer_earlier_beam_then_lower_token_id", "test_early_eos_finishes_and_caps_at_beam",
+                  "test_length_penalty_formula", "test_min_len_forbids_early_eos", "test_max_len_forces_eos_per_sentence",
+                  "test_never_emits_pad_or_bos_and_unk_penalty", "test_attention_rows_and_shape",
+                  "test_batched_equals_single_table_model", "test_length_penalty_changes_winner"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.function.__name__ in BOTH_EXECUTORS:
+        metafunc.parametrize("executor", ["eager", "fixed-shape"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def executor(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which search this module's beam_search runs: eager, or (for BOTH_EXECUTORS) fixed-shape."""
+    kind = getattr(request, "param", "eager")
+    if kind == "fixed-shape":
+        search = beam_search  # the module's name is replaced below: keep the function
+        monkeypatch.setattr(sys.modules[__name__], "beam_search",  # a fresh searcher per call, as a first batch
+                            lambda *a, **kw: search(*a, searcher=EagerStatic(), **kw))
+    return kind
 
 
 def table_model(table, default=None, attention=True) -> TableModel:

@@ -1,4 +1,5 @@
-"""The fixed-shape executor of nmtkit.generate.search against its eager executor: the hand-computed cases of test_beam.py, and tiny models of every type
+"""The fixed-shape executor of nmtkit.generate.search against its eager executor (test_beam.py
+runs its hand-computed cases through both): tiny models of every type
 under every search option, batch after batch through one SearchGraphs (run eagerly here; on a
 CUDA GPU, captured)."""
 from __future__ import annotations
@@ -6,25 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-import test_beam
 from nmtkit.generate.search import SearchOptions, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.generate.search.fixed_shape import SearchGraphs
 from nmtkit.generate.search.topk import exact_topk, topk_ordered
-from helpers import make_batch, random_sentences, tiny_model
+from helpers import EagerStatic, make_batch, random_sentences, tiny_model
 
 torch.set_num_threads(1)
-
-
-class EagerStatic(SearchGraphs):
-    """The fixed-shape search, its steps run eagerly, on any device."""
-
-    def __init__(self, **kw) -> None:  # noqa: ANN003
-        super().__init__(sentence_step=4, length_step=8, capture=False, **kw)
-
-    @staticmethod
-    def applies(x: torch.Tensor) -> bool:
-        return True
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -40,28 +29,6 @@ def test_exact_topk_orders_as_topk_ordered(seed: int) -> None:
         v2, i2 = topk_ordered(x, k)
         finite = v2 > float("-inf")  # which of several -inf comes first is unspecified (never a candidate)
         assert torch.equal(v1, v2) and torch.equal(i1[finite], i2[finite])
-
-
-HAND_CASES = ["test_beam_finds_better_sequence_than_greedy", "test_nbest_order_and_scores_by_hand",
-              "test_ties_prefer_earlier_beam_then_lower_token_id", "test_early_eos_finishes_and_caps_at_beam",
-              "test_length_penalty_formula", "test_min_len_forbids_early_eos", "test_max_len_forces_eos_per_sentence",
-              "test_never_emits_pad_or_bos_and_unk_penalty", "test_attention_rows_and_shape",
-              "test_batched_equals_single_table_model"]
-
-
-@pytest.mark.parametrize("name", HAND_CASES)
-def test_the_hand_computed_cases_of_the_plain_search(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    def static(*args, **kw):  # noqa: ANN002, ANN003, ANN202
-        return beam_search(*args, searcher=EagerStatic(), **kw)
-
-    monkeypatch.setattr(test_beam, "beam_search", static)
-    getattr(test_beam, name)()
-
-
-@pytest.mark.parametrize("lenpen,form,winner", [(0.0, "fairseq", "a"), (1.0, "fairseq", "b c d"), (1.0, "gnmt", "a"), (2.0, "gnmt", "b c d")])
-def test_length_penalty_case(lenpen, form, winner, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
-    monkeypatch.setattr(test_beam, "beam_search", lambda *a, **kw: beam_search(*a, searcher=EagerStatic(), **kw))
-    test_beam.test_length_penalty_changes_winner(lenpen, form, winner)
 
 
 def _same(a, b) -> None:  # noqa: ANN001

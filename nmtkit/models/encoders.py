@@ -15,7 +15,7 @@ always see annotations in the original source order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import torch
 from torch import Tensor, nn
@@ -88,7 +88,7 @@ class RNNEncoder(nn.Module):
         x = self.dropout(self.embed(src_tokens))
         if self.soft_match:
             x = torch.cat([x, soft_match(x, torch.arange(width, device=x.device)[None, :] < src_lengths.to(x.device)[:, None])], -1)
-        if type(self.rnn) in RNN_PRODUCTS or (type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, self.rnn.weight_ih_l0)):
+        if type(self.rnn) in RNN_PRODUCTS or (type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, cast(Tensor, self.rnn.weight_ih_l0))):
             outputs, h_n, c_n = masked_rnn(self.rnn, x, src_lengths)
         else:
             packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
@@ -157,18 +157,18 @@ def masked_rnn(rnn: Any, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Op
             for t in (range(width - 1, -1, -1) if direction else range(width)):
                 keep = real[:, t]
                 if is_lstm:
-                    h_t, c_t = gemm.lstm_update(pre[t] + recurrent(h), c)
-                    c = torch.where(keep, c_t, c)
+                    h_t, c_t = gemm.lstm_update(pre[t] + recurrent(h), cast(Tensor, c))
+                    c = torch.where(keep, c_t, cast(Tensor, c))
                 else:
                     h_t = gemm.gru_update(pre[t], recurrent(h), h)
                 h = torch.where(keep, h_t, h)
                 steps[t] = h_t * keep
-            outs.append(torch.stack(steps, dim=1))
+            outs.append(torch.stack(cast("list[Tensor]", steps), dim=1))
             h_n.append(h)
             if is_lstm:
                 c_n.append(c)
         inp = torch.cat(outs, dim=-1) if len(outs) > 1 else outs[0]
-    return inp, torch.stack(h_n), (torch.stack(c_n) if is_lstm else None)
+    return inp, torch.stack(h_n), (torch.stack(cast("list[Tensor]", c_n)) if is_lstm else None)
 
 
 def join_directions(state: Tensor) -> Tensor:

@@ -19,7 +19,7 @@ search) runs the method as it is, which stays the reference the tests compare wi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, cast
 
 import torch
 from torch import Tensor, nn
@@ -70,7 +70,7 @@ class LoopGraphs:
         self.max_shapes = max_shapes  # beyond this many captured shapes, new shapes run eagerly
         self.warmup_iters = warmup_iters
         self.graphs: dict[tuple, nn.Module] = {}
-        self.pool: Optional[tuple] = None
+        self.pool: Any = None  # the graphs' shared memory pool
         self.replays = 0
         self.eager_calls = 0
 
@@ -131,5 +131,6 @@ class LoopGraphs:
         if self.pool is None:
             self.pool = torch.cuda.graph_pool_handle()
         with uncached_autocast():
-            return torch.cuda.make_graphed_callables(loop, sample, num_warmup_iters=self.warmup_iters,
-                                                     allow_unused_input=True, pool=self.pool)
+            graphed = torch.cuda.make_graphed_callables(loop, sample, num_warmup_iters=self.warmup_iters,
+                                                        allow_unused_input=True, pool=self.pool)
+        return cast(nn.Module, graphed)  # a module in, its graphed module out

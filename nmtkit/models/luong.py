@@ -25,7 +25,7 @@ computation, and the tests check the two agree.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Any, Callable, Optional, cast
 
 import torch
 from torch import Tensor, nn
@@ -255,7 +255,7 @@ class LuongModel(Seq2SeqModel):
         x = torch.cat([emb, state["feed"]], dim=-1) if self.input_feeding else emb
         top, h, c = rnn_step(self.decoder, self.embed_dropout(x), state["h"], state["c"])
         htilde, weights = self._attend(top.unsqueeze(1), enc, state["step"].unsqueeze(1))
-        new_state = {"h": h, "c": c, "step": state["step"] + 1}
+        new_state: DecoderState = {"h": h, "c": cast(Tensor, c), "step": state["step"] + 1}  # c: None for a GRU
         if self.input_feeding:
             new_state["feed"] = htilde.squeeze(1)
         return htilde, weights, new_state
@@ -298,7 +298,8 @@ class LuongModel(Seq2SeqModel):
         are one product of ``[x_t; h_{t-1}]`` with ``[W_ih W_hh]`` (joined once per batch), and
         every per-step weight (with ``W_c``) is a :class:`LoopWeight`: its gradient is one
         product over all steps."""
-        rnn, layers = self.decoder, self.cfg.layers
+        rnn: Any = self.decoder  # an nn.LSTM: its per-layer weights are attributes by name
+        layers = self.cfg.layers
         e = self.cfg.embed_dim
         w_ih0 = rnn.weight_ih_l0
         pre = linear(self.embed_dropout(emb), w_ih0[:, :e].contiguous(), rnn.bias_ih_l0 + rnn.bias_hh_l0)  # [B, T, 4H]
@@ -337,7 +338,7 @@ class LuongModel(Seq2SeqModel):
             attns.append(weights)
             if keep_tops:  # only the posterior reads them; training does not stack them
                 tops.append(inp)
-        attn = torch.cat(attns, dim=1) if self.has_attention else None
+        attn = torch.cat(cast("list[Tensor]", attns), dim=1) if self.has_attention else None
         return torch.cat(outs, dim=1), attn, torch.stack(tops, dim=1) if keep_tops else None
 
     def _teacher_forced(
@@ -374,6 +375,7 @@ class LuongModel(Seq2SeqModel):
         if not self.has_attention:
             raise NmtkitError("a Luong model without attention (--attention none) has no attention posterior")
         enc, top, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens, keep_tops=True)
+        assert top is not None and attn is not None  # kept (keep_tops), and the model has attention
         logits = self.output_projection(self.output_dropout(htilde))
         w, split = self.W_c.weight, enc.states.size(-1)
         loglik = context_log_likelihoods(linear(top, w[:, split:]), linear(enc.states, w[:, :split]),

@@ -5,6 +5,7 @@ when each epoch ended and how long validation took."""
 from __future__ import annotations
 
 import time
+from typing import Any, Optional
 
 
 def stamp() -> str:
@@ -32,7 +33,7 @@ class TrainDisplay:
             console=console,
             disable=not self.live,
         )
-        self.task = None
+        self.task: Optional[Any] = None  # rich's TaskID of the epoch's bar
 
     def __enter__(self) -> "TrainDisplay":
         self.progress.__enter__()

@@ -13,7 +13,7 @@ average is not dominated by the random initialisation.
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
-from typing import ContextManager, Iterator, Optional
+from typing import ContextManager, Iterator, Optional, Sequence
 
 import torch
 from torch import nn
@@ -73,10 +73,10 @@ class WeightAverage:
         self.updates = updates
 
 
-def _copy_all(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+def _copy_all(targets: Sequence[torch.Tensor], sources: Sequence[torch.Tensor]) -> None:
     """``t.copy_(s)`` for every pair, in one call."""
     with torch.no_grad():
-        torch._foreach_copy_(targets, sources)
+        torch._foreach_copy_(list(targets), list(sources))
 
 
 def averaged(ema: Optional[WeightAverage], model: nn.Module) -> ContextManager[None]:

@@ -10,7 +10,7 @@ tokenized text (``.tok``, written by preprocess) detokenized the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Sequence, cast
 
 import torch
 
@@ -37,7 +37,7 @@ def detokenized_references(dataset: ParallelDataset, tgt_pipe: TextPipeline, lim
 
 @torch.inference_mode()
 def translate_split(
-    model: torch.nn.Module,
+    model: Any,  # a Seq2SeqModel
     dataset: ParallelDataset,
     tgt_pipe: TextPipeline,
     device: torch.device,
@@ -53,14 +53,14 @@ def translate_split(
     try:
         n = len(dataset) if not max_sentences else min(max_sentences, len(dataset))
         bundle = ModelBundle.of_model(model, TextPipeline(dataset.data.src_lang), tgt_pipe, device, amp_dtype=amp_dtype)
-        hyps = Translator(bundle, SearchOptions(beam=beam)).translate_ids([dataset.src[i] for i in range(n)])
+        hyps = Translator(bundle, SearchOptions(beam=beam)).translate_ids([cast(Sequence[int], dataset.src[i]) for i in range(n)])
         return [tgt_pipe.detokenize(merge_bpe(model.tgt_dict.decode(nbest[0].tokens))) for nbest in hyps]
     finally:
         model.train(was_training)
 
 
 def valid_bleu(
-    model: torch.nn.Module,
+    model: Any,  # a Seq2SeqModel
     dataset: ParallelDataset,
     tgt_pipe: TextPipeline,
     device: torch.device,

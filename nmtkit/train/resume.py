@@ -53,7 +53,7 @@ def option_defaults() -> dict[str, Any]:
 def effective_lr(options: dict[str, Any]) -> float:
     """The starting lr of ``options``: ``--lr``, or the optimizer's default when it is unset."""
     lr = options.get("lr")
-    return float(DEFAULT_LR.get(options.get("optimizer"), 0.0) if lr is None else lr)
+    return float(DEFAULT_LR.get(str(options.get("optimizer")), 0.0) if lr is None else lr)
 
 
 def fmt(value: Any) -> str:

@@ -25,7 +25,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, BinaryIO, Optional, cast
 
 from nmtkit.errors import InputError
 from nmtkit.utils.textio import atomic_write, output_error, refuse_linked_output
@@ -161,7 +161,7 @@ class RunLog:
             marked.append(len(complete) + 1)
         if marked:
             with atomic_write(self.path, "wb") as fh:
-                fh.write(b"".join(line + b"\n" for line in out))
+                cast(BinaryIO, fh).write(b"".join(line + b"\n" for line in out))
         self._records = len(out)
         if not marked:
             return None

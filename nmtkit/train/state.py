@@ -44,7 +44,7 @@ def rng_state() -> dict:
     name, keys, pos, has_gauss, cached = np.random.get_state()
     state = {
         "python": [py[0], list(py[1]), py[2]],
-        "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+        "numpy": [name, torch.from_numpy(np.asarray(keys, dtype=np.int64)), int(pos), int(has_gauss), float(cached)],
         "torch": torch.get_rng_state(),
     }
     if torch.cuda.is_available():

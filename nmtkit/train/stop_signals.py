@@ -42,7 +42,7 @@ class StopSignals:
 
     def install(self) -> dict[int, Any]:
         """Install the handlers; returns the previous ones for :meth:`restore`."""
-        previous = {}
+        previous: dict[int, Any] = {}
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
                 previous[sig] = signal.signal(sig, self._handle)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from contextlib import nullcontext
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NoReturn, Optional
 
 from nmtkit.data.dataset import PaddingCounter, collate, make_batches
 from nmtkit.data.dictionary import PAD_ID
@@ -166,8 +166,8 @@ class Trainer:
             while opt.max_epoch <= 0 or self.run.state.epoch <= opt.max_epoch:
                 if self.stop_signals.received:  # e.g. arrived while the epoch's checkpoints were written
                     self._stop()
-                finished = self._train_epoch(display)
-                if not finished:
+                completed = self._train_epoch(display)
+                if not completed:
                     break
                 if self._end_of_epoch(display):
                     break
@@ -255,7 +255,7 @@ class Trainer:
                                "positions in this run's batches")
         return {"padding_src": round(pad_src, 4), "padding_tgt": round(pad_tgt, 4)}
 
-    def _stop(self) -> None:
+    def _stop(self) -> NoReturn:
         """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state (unless the
         latest updates were non-finite: then it keeps the last good one and :meth:`save` says so),
         and raise KeyboardInterrupt (the command exits with status 130)."""

@@ -38,3 +38,14 @@ def test_only_the_last_checkpoint_carries_the_training_state(data_dir, tmp_path)
     assert res.exit_code == 0 and res.stdout.strip(), res.output
     res = CliRunner().invoke(train, [*args, "--max-epoch", "8", "--reset-optimizer"])
     assert res.exit_code == 0 and "resuming from" in res.output and "fresh adam state" in res.output, res.output
+
+
+def test_every_line_of_a_logged_run_carries_the_time(data_dir, tmp_path):
+    """Start, resume, stop and summary lines too, not only the trainer's progress lines."""
+    args = [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(tmp_path / "ck"), "--batch-size", "2",
+            "--no-progress", "--threads", "1", "--device", "cpu"]
+    for extra in (["--max-update", "2"], ["--max-update", "4"]):  # a fresh run, then a resumed one
+        res = CliRunner().invoke(train, [*args, *extra])
+        assert res.exit_code == 0, res.output
+        lines = [line for line in res.output.splitlines() if line.strip() and not line.startswith(" ")]
+        assert lines and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", line) for line in lines), res.output

@@ -99,6 +99,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     from nmtkit.train.trainer import StopTraining, Trainer
 
     from nmtkit.data.dataset import is_data_dir
+    from nmtkit.train.display import stamp
     from nmtkit.evaluate.metrics import perplexity
     from nmtkit.models import registry
 
@@ -124,21 +125,21 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
         if dist.is_main:
             m = trainer.model
             if resumed:
-                console.print(resumed)
+                console.print(stamp() + resumed)
             else:
-                console.print(f"training {opt.arch} ({m.model_name}, {m.num_parameters():,} parameters) on {trainer.device}"
+                console.print(f"{stamp()}training {opt.arch} ({m.model_name}, {m.num_parameters():,} parameters) on {trainer.device}"
                               f"{f' x{dist.world_size} processes' if dist.enabled else ''}; checkpoints in {opt.save_dir}")
         try:
             state = trainer.train()
         except StopTraining as exc:
-            console.print(str(exc))
+            console.print(stamp() + str(exc))
             return
         except KeyboardInterrupt:
             sys.exit(130)
         if dist.is_main:
             best = (f", best valid loss {state.best_valid_loss:.3f} (ppl {perplexity(-state.best_valid_loss, 1):.2f})"
                     if state.best_valid_loss is not None else "")  # a loss over ~710 gives ppl inf, not an OverflowError
-            console.print(f"done: {state.update} updates, {state.epochs_done} epochs{best}")
+            console.print(f"{stamp()}done: {state.update} updates, {state.epochs_done} epochs{best}")
     finally:
         lock.release()
         distmod.cleanup(dist)

@@ -25,7 +25,7 @@ from nmtkit.train import checkpoints, resume
 from nmtkit.train import distributed as distmod
 from nmtkit.train.budget import TimeBudget
 from nmtkit.train.checkpoints import prune_epoch_checkpoints, saved_sizes
-from nmtkit.train.display import TrainDisplay
+from nmtkit.train.display import TrainDisplay, stamp
 from nmtkit.train.ema import averaged
 from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
 from nmtkit.train.loss import sequence_loss
@@ -251,7 +251,7 @@ class Trainer:
             return {}
         pad_src, pad_tgt = counter.fractions()
         if self.run.dist.is_main and counter.slots.any():
-            self.run.console.print(f"padding: {100 * pad_src:.1f}% of the source and {100 * pad_tgt:.1f}% of the target "
+            self.run.console.print(f"{stamp()}padding: {100 * pad_src:.1f}% of the source and {100 * pad_tgt:.1f}% of the target "
                                "positions in this run's batches")
         return {"padding_src": round(pad_src, 4), "padding_tgt": round(pad_tgt, 4)}
 

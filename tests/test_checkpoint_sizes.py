@@ -49,3 +49,5 @@ def test_every_line_of_a_logged_run_carries_the_time(data_dir, tmp_path):
         assert res.exit_code == 0, res.output
         lines = [line for line in res.output.splitlines() if line.strip() and not line.startswith(" ")]
         assert lines and all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", line) for line in lines), res.output
+        # a stop inside an epoch says what it wrote, as an epoch's end does
+        assert any(re.search(r"reached --max-update \d+; wrote checkpoint_last\.pt [\d.]+ MB", line) for line in lines), res.output

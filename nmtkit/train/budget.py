@@ -38,8 +38,10 @@ class TimeBudget:
 
     def stop_message(self) -> str:
         opt = self.run.opt
-        return (f"reached --stop-time-hours {opt.stop_time_hours:g} ({self.wall / 3600:.3g} h in all); wrote "
-                f"{self.run.save_dir / 'checkpoint_last.pt'} (raise --stop-time-hours and rerun the command to continue)")
+        from nmtkit.train.checkpoints import saved_sizes
+
+        return (f"reached --stop-time-hours {opt.stop_time_hours:g} ({self.wall / 3600:.3g} h in all; raise it and "
+                f"rerun the command to continue); {saved_sizes(self.run.save_dir, self.run.written)}")
 
     def spent(self) -> float:
         """Wall seconds spent in the budget (0 without one): earlier, interrupted runs' time plus

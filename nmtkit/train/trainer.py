@@ -238,7 +238,8 @@ class Trainer:
                 self.save(["checkpoint_last.pt"])
             if opt.max_update > 0 and st.update >= opt.max_update:
                 if self._end_inside_epoch(display):
-                    display.message(f"reached --max-update {opt.max_update}; wrote {self.run.save_dir / 'checkpoint_last.pt'}")
+                    display.message(f"reached --max-update {opt.max_update}; "
+                                    + saved_sizes(self.run.save_dir, self.run.written))
                 return False
             if self.stop_signals.received:
                 self._stop()

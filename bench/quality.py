@@ -88,16 +88,17 @@ def score(hyp: Path, ref: Path) -> tuple[float, float]:
 def lowercased_tokenized_bleu(hyp: Path, ref: Path, lang: str) -> float:
     """BLEU as Wu et al. (2021) and most Multi30k papers report it (fairseq's multi-bleu form):
     hypotheses and references Moses-tokenized, lowercased, no further tokenization."""
-    import sacrebleu
     from sacremoses import MosesTokenizer
 
+    from nmtkit.evaluate.metrics import corpus_bleu
     from nmtkit.utils.textio import read_lines
 
     tok = MosesTokenizer(lang=lang)
+
     def moses(lines: list[str]) -> list[str]:
         return [tok.tokenize(line, escape=False, return_str=True) for line in lines]
     hyps, refs = moses(read_lines(hyp, allow_empty_file=True)), moses(read_lines(ref))
-    return sacrebleu.corpus_bleu(hyps, [refs], lowercase=True, tokenize="none").score
+    return corpus_bleu(hyps, [refs], tokenized=True, lowercase=True).score
 
 
 def plot(pair: str, logs: dict[int, dict], path: Path, arch: str) -> None:

@@ -23,6 +23,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models import gemm
+from nmtkit.models.common import lengths_to_mask
 
 
 def reversal_index(lengths: Tensor, width: int) -> Tensor:
@@ -87,7 +88,7 @@ class RNNEncoder(nn.Module):
             src_tokens = src_tokens.gather(1, index)
         x = self.dropout(self.embed(src_tokens))
         if self.soft_match:
-            x = torch.cat([x, soft_match(x, torch.arange(width, device=x.device)[None, :] < src_lengths.to(x.device)[:, None])], -1)
+            x = torch.cat([x, soft_match(x, lengths_to_mask(src_lengths.to(x.device), width))], -1)
         if type(self.rnn) in RNN_PRODUCTS or (type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, cast(Tensor, self.rnn.weight_ih_l0))):
             outputs, h_n, c_n = masked_rnn(self.rnn, x, src_lengths)
         else:

@@ -315,3 +315,17 @@ def test_the_alignment_layer_and_heads_can_be_chosen_at_load_time(tmp_path) -> N
     luong = make_checkpoint(tmp_path / "l.pt", "luong_tiny", seed=2)
     with pytest.raises(NmtkitError, match="luong has one attention to read"):
         ModelBundle.load(str(luong), device="cpu", alignment_heads=1)
+
+
+def test_learned_positions_bound_the_search_instead_of_failing_mid_translation(tmp_path) -> None:  # noqa: ANN001
+    """With --learned-positions the search forces </s> where the table ends (max_positions - 1
+    output tokens), whatever --max-len-b asks, instead of stopping the run with an error."""
+    from nmtkit.generate.translator import Translator
+    from tests.conftest import make_checkpoint
+
+    for positions in (4, 6):
+        ckpt = make_checkpoint(tmp_path / f"lp{positions}.pt", "transformer_test", seed=1, learned_positions=True,
+                               max_positions=positions, init="uniform", init_scale=0.5)
+        translator = Translator.from_checkpoint(str(ckpt), beam=3, device="cpu", max_len_a=0, max_len_b=50)
+        out = translator.translate(["the cat sits .", "a dog sees the man ."])
+        assert len(out) == 2 and all(len(line.split()) <= positions - 1 for line in out), out

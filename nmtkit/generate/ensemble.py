@@ -114,6 +114,11 @@ class EnsembleModel(nn.Module):
         limits = [n for n in (m.max_source_len() for m in self.members) if n is not None]
         return min(limits) if limits else None
 
+    def max_target_len(self) -> Optional[int]:
+        """The largest output bound every member can decode (None: no member has a limit)."""
+        limits = [n for n in (m.max_target_len() for m in self.members) if n is not None]
+        return min(limits) if limits else None
+
     # -- step API -------------------------------------------------------------------------
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> list[EncoderOutput]:
         return [m.encode(src_tokens, src_lengths) for m in self.members]

@@ -145,6 +145,11 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
         raise NmtkitError(f"{self.model_name} does not compute an attention posterior (has_posterior is False)")
 
+    def max_target_len(self) -> Optional[int]:
+        """The largest output bound the decoder can take (the search's ``max_len``: its step
+        ``max_len`` forces ``</s>``), or None when it has no limit."""
+        return None
+
     def choose_alignment(self, layer: Optional[int], heads: Optional[int]) -> None:
         """Report the attention of decoder layer ``layer``, averaged over its first ``heads`` heads
         (None: as configured), as fairseq's ``--alignment-layer``/``--alignment-heads``; only a

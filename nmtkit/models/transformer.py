@@ -296,6 +296,10 @@ class TransformerModel(Seq2SeqModel):
     def max_source_len(self) -> Optional[int]:
         return self.cfg.max_positions - 1 if self.cfg.learned_positions else None
 
+    def max_target_len(self) -> Optional[int]:
+        # the step that must emit </s> at the bound reads position ``bound``: the last row
+        return self.cfg.max_positions - 1 if self.cfg.learned_positions else None
+
     def _embed(self, tokens: Tensor, start: int, table: nn.Embedding, positions: Optional[nn.Embedding]) -> Tensor:
         """Scaled embeddings plus positions ``start .. start + T - 1`` of ``tokens`` ``[B, T]``."""
         x = table(tokens) * self.embed_scale

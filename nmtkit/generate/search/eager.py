@@ -56,7 +56,7 @@ class _Batch:
     def __init__(self, model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOptions) -> None:  # noqa: ANN001
         n, device, beam = src_tokens.size(0), src_tokens.device, o.beam
         self.src_lens = [int(x) for x in src_lengths.tolist()]
-        self.max_lens = rules.max_output_lengths(self.src_lens, o.max_len_a, o.max_len_b)
+        self.max_lens = rules.max_output_lengths(self.src_lens, o.max_len_a, o.max_len_b, model.max_target_len())
         self.encs, self.states = rules.start(model, src_tokens, src_lengths, beam)
         self.active = list(range(n))
         self.max_len = torch.tensor(self.max_lens)  # CPU, per active sentence

@@ -176,7 +176,7 @@ class SearchGraphs:
         if n_real == 0:
             return []
         src_lens = [int(x) for x in src_lengths.tolist()]
-        max_lens = rules.max_output_lengths(src_lens, o.max_len_a, o.max_len_b)
+        max_lens = rules.max_output_lengths(src_lens, o.max_len_a, o.max_len_b, model.max_target_len())
         n = round_up(n_real, self.sentence_step)
         k = o.beam
         steps = max(max_lens) + 1

@@ -53,10 +53,14 @@ TopK = Callable[[Tensor, int], "tuple[Tensor, Tensor]"]
 
 
 # -- start-up ----------------------------------------------------------------------------------
-def max_output_lengths(src_lengths: list[int], max_len_a: float, max_len_b: int) -> list[int]:
+def max_output_lengths(src_lengths: list[int], max_len_a: float, max_len_b: int,
+                       model_limit: Optional[int] = None) -> list[int]:
     """Each sentence's output bound ``int(max_len_a * n_src + max_len_b)``, ``n_src`` its source
-    tokens without ``</s>`` (the lengths given include it)."""
-    return [max(0, int(max_len_a * (n - 1) + max_len_b)) for n in src_lengths]
+    tokens without ``</s>`` (the lengths given include it), at most ``model_limit`` (the model's
+    :meth:`~nmtkit.models.base.Seq2SeqModel.max_target_len`: ``</s>`` is then forced where the
+    model runs out of positions, instead of failing mid-search)."""
+    cap = model_limit if model_limit is not None else float("inf")
+    return [int(min(max(0, int(max_len_a * (n - 1) + max_len_b)), cap)) for n in src_lengths]
 
 
 def start(model, src_tokens: Tensor, src_lengths: Tensor, beam: int  # noqa: ANN001 - an EnsembleModel

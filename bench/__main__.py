@@ -145,6 +145,30 @@ def refuse_record(smoke: bool, suite: str = "") -> None:
                          "run `python -m bench probe` first (and commit hosts.jsonl with the records)")
 
 
+def records_command(argv: list[str]) -> None:
+    """``python -m bench records [--fix]``: repeated runs, hand-written lines and hosts of
+    results.jsonl (bench/records.py); ``--fix`` rewrites it and regenerates RESULTS.md
+    (bench/report.py).  Here, above both, so that the record layer never imports the report."""
+    from collections import Counter
+
+    import records
+    import report
+
+    ap = argparse.ArgumentParser(prog="python -m bench records", description=(records.__doc__ or "").split("\n")[0])
+    ap.add_argument("--fix", action="store_true", help="rewrite results.jsonl and results_archive.jsonl, regenerate RESULTS.md")
+    args = ap.parse_args(argv)
+    kept, archived, dropped = records.split(records.read(records.RESULTS_JSONL))
+    print(f"{len(kept)} records; hand-written: {len(archived)} {dict(Counter(r['bench'] for r in archived))}; "
+          f"repeated runs: {len(dropped)} {dict(Counter(r['bench'] for r in dropped))}")
+    hosts = Counter(records.host_label(r) for r in kept)
+    print("hosts: " + "; ".join(f"{h}: {n}" for h, n in hosts.most_common()))
+    if args.fix:
+        print(records.fix())
+        report.main([])
+    elif archived or dropped:
+        raise SystemExit("results.jsonl needs `python -m bench records --fix`")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -166,7 +190,10 @@ def main(argv: list[str] | None = None) -> None:
                         ("peers", "the peers' set-ups and their sources")):
         sub.add_parser(name, help=help_, add_help=False)
     args, rest = ap.parse_known_args(argv)
-    if args.cmd in ("probe", "report", "records"):
+    if args.cmd == "records":
+        records_command(rest + extra)
+        return
+    if args.cmd in ("probe", "report"):
         module = {"probe": "host"}.get(args.cmd, args.cmd)
         importlib.import_module(module).main(rest + extra)
         return

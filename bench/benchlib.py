@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from mdtable import md_table as md_table, ratio as ratio  # the scripts call bl.md_table and bl.ratio
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "RESULTS.md"
 RESULTS_JSONL = REPO / "bench" / "results.jsonl"
@@ -390,10 +392,9 @@ def append_results(text: str, path: Optional[Path] = None) -> str:
 
 def read_records(bench: str | None = None, path: Path = RESULTS_JSONL) -> list[dict]:
     """The records of results.jsonl in the order written (of one ``bench`` if given)."""
-    if not path.is_file():
-        return []
-    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [r for r in recs if bench is None or r.get("bench") == bench]
+    import records as rec_mod
+
+    return [r for r in rec_mod.read(path) if bench is None or r.get("bench") == bench]
 
 
 def this_host(peers: Optional[str] = None) -> dict:
@@ -440,16 +441,6 @@ def append_jsonl(records: list[dict], base: dict, path: Path = RESULTS_JSONL, re
 
         report.main([])
     return new
-
-
-def md_table(header: list[str], rows: list[list[object]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(out)
-
-
-def ratio(a: float, b: float) -> str:
-    return f"{a / b:.2f}x" if b else "n/a"
 
 
 # -- the Multi30k En-De data every script shares ---------------------------------------------------

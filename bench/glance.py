@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""Rewrite the "At a glance" block at the top of bench/RESULTS.md from bench/results.jsonl.
+"""The "At a glance" block at the top of bench/RESULTS.md, from bench/results.jsonl.
 
-Why a script: the summary used to be typed by hand and went stale (a fast path stood where a like-for-like
+Why generated: the summary used to be typed by hand and went stale (a fast path stood where a like-for-like
 figure belonged).  Every figure here is copied from the newest record of its kind, with its date and
 commit, and like-for-like rows (float32 against float32) come before the fast paths.  Nothing is
-measured here; run it after a benchmark has recorded (``python bench/glance.py``).
+measured here.  bench/report.py puts the block into RESULTS.md (``python -m bench report``); this
+module only reads records (bench/records.py) and never imports the report back.
 """
 from __future__ import annotations
 
 from typing import Iterable, Optional
 
-import benchlib as bl
+from mdtable import md_table, ratio
 
 START, END = "<!-- glance:start (written by bench/glance.py) -->", "<!-- glance:end -->"
 
@@ -134,14 +135,14 @@ def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
             r = latest(records, bench="gpu_train_speed", system=system, amp=amp)
             if r is not None and peer is not None and "tok_s" in r:
                 yield [f"GPU training luong_wmt_en_de, {prec}, {label} ({r['device']})", f"{r['tok_s']:,.0f} tgt tok/s",
-                       f"plain PyTorch LSTMCell loop {peer['tok_s']:,.0f}", bl.ratio(r["tok_s"], peer["tok_s"]), *stamp(r)]
+                       f"plain PyTorch LSTMCell loop {peer['tok_s']:,.0f}", ratio(r["tok_s"], peer["tok_s"]), *stamp(r)]
     for amp in ("none", "bf16"):
         eager = latest(records, bench="gpu_translate_speed", system="nmtkit-eager", amp=amp)
         graphs = latest(records, bench="gpu_translate_speed", system="nmtkit-graphs", amp=amp)
         if eager is not None and graphs is not None and "sent_s" in graphs and graphs["commit"] == eager["commit"]:
             yield [f"GPU translation test2016, beam 5, {'float32' if amp == 'none' else 'bf16'}, --cuda-graphs, "
                    f"{graphs['arch']} ({graphs['device']})", f"{graphs['sent_s']:,.0f} sent/s, BLEU {graphs['bleu']:.2f}",
-                   f"nmtkit eager {eager['sent_s']:,.0f}, BLEU {eager['bleu']:.2f}", bl.ratio(graphs["sent_s"], eager["sent_s"]),
+                   f"nmtkit eager {eager['sent_s']:,.0f}, BLEU {eager['bleu']:.2f}", ratio(graphs["sent_s"], eager["sent_s"]),
                    *stamp(graphs)]
     for metric, field, unit in (("gpu_train_speed", "tok_s", "tgt tok/s"), ("gpu_translate_speed", "sent_s", "sent/s")):
         for amp in ("none", "bf16"):  # the first GPU records: eager float32 and bf16 (torch.compile rows were slower)
@@ -158,15 +159,8 @@ def glance(records: list[dict]) -> str:
             *decode_rows(records), *quality_rows(records), *other_rows(records)]
     return (f"{START}\nAt a glance: the newest record of each kind in results.jsonl (like for like first, then fast paths; "
             "each row names its host; the sections below have every host's newest records).\n\n"
-            + bl.md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "host", "recorded"], rows) + f"\n{END}\n")
-
-
-def main() -> None:
-    """RESULTS.md is generated as a whole now (bench/report.py); this entry point stays for habit."""
-    import report
-
-    report.main([])
+            + md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "host", "recorded"], rows) + f"\n{END}\n")
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit("bench/glance.py renders one block of RESULTS.md; regenerate the whole file with `python -m bench report`")

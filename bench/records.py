@@ -135,28 +135,3 @@ def fix(results: Path = RESULTS_JSONL, archive: Path = ARCHIVE) -> dict:
     write(archive, old_archive + [r for r in archived if run_key(r) not in have])
     write(results, kept)
     return {"kept": len(kept), "archived": len(archived), "dropped": len(dropped)}
-
-
-def main(argv: Optional[list[str]] = None) -> None:
-    import argparse
-    from collections import Counter
-
-    ap = argparse.ArgumentParser(prog="python -m bench records", description=__doc__.split("\n")[0])
-    ap.add_argument("--fix", action="store_true", help="rewrite results.jsonl and results_archive.jsonl, regenerate RESULTS.md")
-    args = ap.parse_args(argv)
-    kept, archived, dropped = split(read(RESULTS_JSONL))
-    print(f"{len(kept)} records; hand-written: {len(archived)} {dict(Counter(r['bench'] for r in archived))}; "
-          f"repeated runs: {len(dropped)} {dict(Counter(r['bench'] for r in dropped))}")
-    hosts = Counter(host_label(r) for r in kept)
-    print("hosts: " + "; ".join(f"{h}: {n}" for h, n in hosts.most_common()))
-    if args.fix:
-        print(fix())
-        import report
-
-        report.main([])
-    elif archived or dropped:
-        raise SystemExit("results.jsonl needs `python -m bench records --fix`")
-
-
-if __name__ == "__main__":
-    main()

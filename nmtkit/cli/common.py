@@ -320,7 +320,7 @@ def search_options() -> Decorator:
 
     d = {f.name: f.default for f in dataclasses.fields(SearchOptions)}
     return _stack(
-        click.option("--beam", default=d["beam"], show_default=True, type=AtLeast(1, LIMITS["--beam"]),
+        click.option("--beam", default=d["beam"], show_default=True, type=AtLeast(1, int(LIMITS["--beam"])),
                      help="Beam size (1: greedy)."),
         click.option("--nbest", default=d["nbest"], show_default=True, type=AtLeast(1),
                      help="Hypotheses per sentence (<= beam)."),
@@ -330,7 +330,7 @@ def search_options() -> Decorator:
                      help="fairseq: score/len^a; gnmt: score/((5+len)/6)^a."),
         click.option("--max-len-a", default=d["max_len_a"], show_default=True, type=Within(0, LIMITS["--max-len-a"]),
                      help="Max output length = a * source length + b."),
-        click.option("--max-len-b", default=d["max_len_b"], show_default=True, type=AtLeast(0, LIMITS["--max-len-b"])),
+        click.option("--max-len-b", default=d["max_len_b"], show_default=True, type=AtLeast(0, int(LIMITS["--max-len-b"]))),
         click.option("--min-len", default=d["min_len"], show_default=True, type=AtLeast(0),
                      help="Minimum output tokens before </s>."),
         click.option("--unkpen", default=d["unkpen"], show_default=True, type=Within(-LIMITS["--unkpen"], LIMITS["--unkpen"]),

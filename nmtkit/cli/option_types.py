@@ -41,11 +41,12 @@ class AtLeast(click.IntRange):
 
     def __init__(self, low: int, high: Optional[int] = None) -> None:
         super().__init__(min=low, max=high)
+        self.low = low
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         out = click.INT.convert(value, param, ctx)  # not a number: click's own message
-        if out < self.min:
-            raise click.UsageError(at_least_message(_flag_name(param), out, self.min), ctx)
+        if out < self.low:
+            raise click.UsageError(at_least_message(_flag_name(param), out, self.low), ctx)
         if self.max is not None and out > self.max:
             raise click.UsageError(at_most_message(_flag_name(param), out, self.max), ctx)
         return out

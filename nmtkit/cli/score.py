@@ -70,8 +70,8 @@ def _print_corpus_table(out: Console, labels: list[str], results: list[dict[str,
     table.add_column("system")
     for res in results[0].values():
         table.add_column(res.name, justify="right")
-    for label, res in zip(labels, results):
-        table.add_row(label, *[f"{r.score:.2f}" for r in res.values()])
+    for label, scores in zip(labels, results):
+        table.add_row(label, *[f"{r.score:.2f}" for r in scores.values()])
     out.print(table)
     for res in results[0].values():
         out.print(f"{res.name} signature: {res.signature}", soft_wrap=True)
@@ -141,8 +141,8 @@ def _text_lines(names: list[str], metric_names: list[str], corpus: list[dict[str
                                   _fmt(r.p_value, 4), r.signature]))
     else:
         for name, res in zip(names, corpus):
-            for r in res.values():
-                click.echo(f"{name}\t{r.name}\t{r.score:.2f}\t{r.signature}")
+            for m in res.values():
+                click.echo(f"{name}\t{m.name}\t{m.score:.2f}\t{m.signature}")
     if by_len is not None:
         for name, buckets in zip(names, by_len):
             for b in buckets:

@@ -32,7 +32,7 @@ def _type(default: Any, flag: Flag) -> click.ParamType:
     if flag.kind == "seed":
         return SEED
     if flag.kind == "beam":
-        return AtLeast(1, SEARCH_LIMITS["--beam"])
+        return AtLeast(1, int(SEARCH_LIMITS["--beam"]))
     if flag.choices:
         return click.Choice(flag.choices)
     sample = default[0] if isinstance(default, tuple) else default

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import ExitStack, nullcontext
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
 import click
 
@@ -229,7 +229,7 @@ class OutputWriter:
             self._files = stack.pop_all()
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:  # noqa: ANN001
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:  # noqa: ANN001
         try:
             self._files.__exit__(exc_type, exc, tb)  # on any error, files keep their previous content
         finally:

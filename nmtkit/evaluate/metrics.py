@@ -252,7 +252,7 @@ def paired_bootstrap(systems: Sequence[tuple[str, Sequence[str]]], refs: Sequenc
     resampling is seeded by sacrebleu (``SACREBLEU_SEED``, default 12345), so repeated
     runs agree.  Results come back system by system, metrics in the order given.
     """
-    from sacrebleu.significance import PairedTest
+    from sacrebleu.significance import PairedTest, Result
 
     if len(systems) < 2:
         raise NmtkitError("the paired bootstrap test needs at least two systems")
@@ -275,9 +275,11 @@ def paired_bootstrap(systems: Sequence[tuple[str, Sequence[str]]], refs: Sequenc
     results: list[BootstrapResult] = []
     for k, sys_name in enumerate(names):
         for metric_name in signatures:  # sacrebleu keeps the metric order given
-            r = table[metric_name][k]
+            r, baseline = table[metric_name][k], table[metric_name][0]
+            # the table holds the names under "System" and a Result in every metric's column
+            assert isinstance(r, Result) and isinstance(baseline, Result)
             p_value = r.p_value
-            if p_value is not None and r.score == table[metric_name][0].score:
+            if p_value is not None and r.score == baseline.score:
                 # sacrebleu counts resampled differences strictly above the observed one,
                 # so identical systems would get the smallest possible p (1/(n+1)).
                 # No observed difference is no evidence of one: p = 1.

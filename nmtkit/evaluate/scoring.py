@@ -99,7 +99,7 @@ def read_score_inputs(sys_files: Sequence[str], ref_files: Sequence[str],
     src = read_lines(src_file) if src_file is not None else None
     paths = [input_name(p) for p in list(sys_files) + list(ref_files)]
     counts = [len(x) for x in systems + refs]
-    if src is not None:
+    if src is not None and src_file is not None:
         paths.append(input_name(src_file))
         counts.append(len(src))
     check_parallel(paths, counts)

@@ -57,16 +57,16 @@ def refuse_outputs_over_inputs(outputs: Iterable[tuple[str, PathLike]], inputs: 
     ``outputs`` and ``inputs`` are ``(option, path)`` pairs; None paths are skipped.  The message
     names both options and paths as the user gave them, and suggests no ``--overwrite``.
     """
-    given_inputs = [(opt, p) for opt, p in inputs if p is not None and os.fspath(p) != ""]
-    outputs = [(opt, p) for opt, p in outputs if p is not None and os.fspath(p) != ""]
-    for k, (opt_a, a) in enumerate(outputs):  # two outputs in one file: the second would replace the first
-        for opt_b, b in outputs[k + 1:]:
+    given_inputs: list[tuple[str, Union[str, os.PathLike]]] = [
+        (opt, p) for opt, p in inputs if p is not None and os.fspath(p) != ""]
+    given_outputs: list[tuple[str, Union[str, os.PathLike]]] = [
+        (opt, p) for opt, p in outputs if p is not None and os.fspath(p) != ""]
+    for k, (opt_a, a) in enumerate(given_outputs):  # two outputs in one file: the second would replace the first
+        for opt_b, b in given_outputs[k + 1:]:
             if relation(b, a) == "is":
                 raise NmtkitError(f"{os.fspath(b)}: {opt_b} is the same file as {opt_a} {os.fspath(a)}; "
                                   f"one would replace the other: give them different files")
-    for out_opt, out in outputs:
-        if out is None or os.fspath(out) == "":
-            continue
+    for out_opt, out in given_outputs:
         for in_opt, inp in given_inputs:
             rel = relation(out, inp)
             if rel is None:

@@ -17,7 +17,10 @@ import os
 import re
 import stat
 import sys
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 from nmtkit.errors import NmtkitError
 
@@ -75,7 +78,7 @@ class _StdoutRaw(io.FileIO):
     """Descriptor 1 whose write errors name ``<stdout>``: Python's own stdout raises a bare
     ``No space left on device`` (on /dev/full, a full disk) that no one could tell from another."""
 
-    def write(self, data: bytes) -> int:  # type: ignore[override]
+    def write(self, data: ReadableBuffer) -> int:
         try:
             return super().write(data)
         except BrokenPipeError:
@@ -154,12 +157,16 @@ def use_utf8_stdio() -> None:
                 setattr(sys, name, open(fd, "w", encoding="utf-8", errors=errors, closefd=False))
                 continue
             label = STDIN_NAME if fd == 0 else f"<{name}>"
-            stub = io.TextIOWrapper(_ClosedBuffer(label, what), encoding="utf-8", write_through=True)
+            # typeshed's _WrappedBuffer wants a ``name``; TextIOWrapper reads it only when asked, and a
+            # closed stream has none to give
+            stub = io.TextIOWrapper(_ClosedBuffer(label, what), encoding="utf-8",  # type: ignore[type-var]
+                                    write_through=True)
             setattr(sys, name, stub)
             continue
-        if fd == 1 and stream is sys.__stdout__ and _fileno(stream) == 1:
+        original = sys.__stdout__
+        if fd == 1 and original is not None and stream is original and _fileno(stream) == 1:
             try:
-                sys.stdout = _named_stdout(stream)
+                sys.stdout = _named_stdout(original)
                 continue
             except (OSError, ValueError):
                 pass

@@ -19,7 +19,7 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Optional, Sequence, TextIO
+from typing import IO, Any, BinaryIO, Callable, Iterator, Optional, Sequence
 
 from nmtkit.errors import InputError, OutputError
 from nmtkit.utils.stdio import STDIN_NAME, direct_target, display_name, input_name, stream_closed
@@ -204,7 +204,7 @@ def _from_write(exc: OSError, tmp: str) -> bool:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[TextIO]:
+def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path`` and rename it over ``path`` only on success.
 
     The one way nmtkit writes a file.  On any failure the temporary file is removed and the
@@ -217,8 +217,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
     """
     how = direct_target(path)
     if how is not None:
-        with _write_in_place(path, how, mode, encoding) as fh:
-            yield fh
+        with _write_in_place(path, how, mode, encoding) as direct:
+            yield direct
         return
     target = Path(path)
     if target.is_symlink():  # write through the link, as a shell's ``>`` does: the link stays a link
@@ -232,12 +232,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", encoding: str | None 
         fd, tmp = tempfile.mkstemp(prefix=temp_prefix(target), suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise output_error(exc, target) from exc
-    fh = None
+    fh: Optional[IO[Any]] = None
     try:
         try:
             os.chmod(tmp, file_mode)
-            kwargs = {"encoding": encoding, "newline": "\n"} if "b" not in mode else {}
-            fh = open(fd, mode, **kwargs)
+            binary = "b" in mode
+            fh = open(fd, mode, encoding=None if binary else encoding, newline=None if binary else "\n")
         except BaseException:
             if fh is None:
                 os.close(fd)
@@ -296,15 +296,16 @@ def refuse_linked_output(path: str | os.PathLike, appended: bool = False) -> Non
 
 
 @contextlib.contextmanager
-def _write_in_place(path: str | os.PathLike, how: int | str, mode: str, encoding: str | None) -> Iterator[TextIO]:
+def _write_in_place(path: str | os.PathLike, how: int | str, mode: str, encoding: str | None) -> Iterator[IO[Any]]:
     """:func:`atomic_write`'s branch for stdout, descriptors and special files: written directly,
     in order, never closing a standard stream; an OSError of the write names ``path``
     (``<stdout>`` for ``-``)."""
     name = display_name(path)
     binary = "b" in mode
-    kwargs = {} if binary else {"encoding": encoding, "newline": "\n"}
+    text_encoding, newline = (None, None) if binary else (encoding, "\n")
     std = {1: sys.stdout, 2: sys.stderr}.get(how) if isinstance(how, int) else None
-    own = None
+    own: Optional[IO[Any]] = None
+    fh: IO[Any]
     try:
         if std is not None:
             if stream_closed(std):
@@ -312,9 +313,9 @@ def _write_in_place(path: str | os.PathLike, how: int | str, mode: str, encoding
             std.flush()  # what was printed before comes first
             fh = std.buffer if binary else std
         elif isinstance(how, int):
-            own = fh = open(os.dup(how), mode, **kwargs)
+            own = fh = open(os.dup(how), mode, encoding=text_encoding, newline=newline)
         else:
-            own = fh = open(how, mode, **kwargs)
+            own = fh = open(how, mode, encoding=text_encoding, newline=newline)
     except OSError as exc:
         raise output_error(exc, name) from exc
     try:

@@ -47,6 +47,19 @@ def save(run: TrainingRun, names: list[str], budget_wall_s: float) -> bool:
     return True
 
 
+def end_of_epoch_names(run: TrainingRun, epoch: int, improved: bool, validated: bool) -> list[str]:
+    """What the end of ``epoch`` writes: checkpoint_last.pt, checkpoint{epoch}.pt with
+    ``--keep-epoch-checkpoints``, and checkpoint_best.pt when the epoch improved on the best;
+    without validation the newest is the best, unless a validated best exists (a resumed run)."""
+    st = run.state
+    names = ["checkpoint_last.pt"]
+    if run.opt.keep_epoch_checkpoints:
+        names.append(f"checkpoint{epoch}.pt")
+    if improved or (not validated and st.best_valid_loss is None and st.best_valid_bleu is None):
+        names.append("checkpoint_best.pt")
+    return names
+
+
 def diverged(run: TrainingRun, reason: str) -> NoReturn:
     """Stop training (exit 1), logging why and saying which checkpoint is kept."""
     run.log({"event": "diverged", "update": run.state.update, "reason": reason})

@@ -4,13 +4,68 @@ Every line it prints starts with the local date and time, so that a log of a run
 when each epoch ended and how long validation took."""
 from __future__ import annotations
 
+import math
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from nmtkit.train.run import TrainingRun
 
 
 def stamp() -> str:
     """``2026-11-27 18:45:01 ``: the prefix of each training log line (dim on a terminal)."""
     return f"[dim]{time.strftime('%Y-%m-%d %H:%M:%S')}[/dim] "
+
+
+class UpdateWindow:
+    """The updates since the last log line (``--log-interval``): their sums, and from them the
+    loss, rates and mean gradient norm that the bar, the log line and train_log.jsonl show."""
+
+    def __init__(self) -> None:
+        self.nll = self.ntokens = self.gnorm = self.align = 0.0
+        self.sentences = self.n = 0
+        self.t0 = time.perf_counter()
+
+    def add(self, out: dict) -> None:
+        """Count one update's result (:meth:`nmtkit.train.trainer.Trainer.train_step`)."""
+        self.nll += out["nll"]
+        self.ntokens += out["ntokens"]
+        self.sentences += out["sentences"]
+        self.align += out["align"]
+        self.gnorm += out["gnorm"]
+        self.n += 1
+
+    def stats(self, epoch: int, update: int, lr: float, guided: bool) -> dict:
+        """The window's figures; ``guided``: with the guided-alignment loss per target token, before λ."""
+        elapsed = time.perf_counter() - self.t0
+        stats = {
+            "epoch": epoch, "update": update, "loss": self.nll / max(self.ntokens, 1), "lr": lr, "gnorm": self.gnorm / self.n,
+            "tok_per_s": self.ntokens / max(elapsed, 1e-9), "sent_per_s": self.sentences / max(elapsed, 1e-9),
+        }
+        stats["ppl"] = math.exp(min(stats["loss"], 50.0))
+        if guided:  # train_log.jsonl only
+            stats["align_loss"] = self.align / max(self.ntokens, 1)
+        return stats
+
+
+def padding_summary(run: "TrainingRun", counter: Any) -> dict:
+    """Print (main process) and return the padding share of a run's batches (``counter``: its
+    :class:`~nmtkit.data.dataset.PaddingCounter`; None before the loop began: {})."""
+    if counter is None:
+        return {}
+    pad_src, pad_tgt = counter.fractions()
+    if run.dist.is_main and counter.slots.any():
+        run.console.print(f"{stamp()}padding: {100 * pad_src:.1f}% of the source and {100 * pad_tgt:.1f}% of the target "
+                          "positions in this run's batches")
+    return {"padding_src": round(pad_src, 4), "padding_tgt": round(pad_tgt, 4)}
+
+
+def plot_learning_curve(run: "TrainingRun") -> None:
+    """Draw the finished epochs' losses (and BLEU) to learning_curve.png in the save dir (main process)."""
+    if run.dist.is_main and run.state.finished_epochs:
+        from nmtkit.evaluate.plots import plot_epoch_records
+
+        plot_epoch_records(run.save_dir / "learning_curve.png", run.state.finished_epochs, f"{run.opt.arch} on {run.data.pair}")
 
 
 class TrainDisplay:

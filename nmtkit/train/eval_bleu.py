@@ -9,8 +9,9 @@ tokenized text (``.tok``, written by preprocess) detokenized the same way.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, cast
 
 import torch
 
@@ -20,6 +21,11 @@ from nmtkit.evaluate.metrics import corpus_bleu
 from nmtkit.generate.bundle import ModelBundle
 from nmtkit.generate.search_options import SearchOptions
 from nmtkit.generate.translator import Translator
+from nmtkit.train.ema import averaged
+from nmtkit.utils.amp import resolve_amp
+
+if TYPE_CHECKING:
+    from nmtkit.train.run import TrainingRun
 
 
 @dataclass
@@ -73,3 +79,18 @@ def valid_bleu(
     refs = detokenized_references(dataset, tgt_pipe, limit=len(hyps))
     result = corpus_bleu(hyps, [refs])
     return ValidBleu(bleu=result.score, sentences=len(hyps), signature=result.signature)
+
+
+def run_valid_bleu(run: "TrainingRun", say: Callable[[str], None]) -> dict:
+    """:func:`valid_bleu` of a training run's model (its weight average, with ``--ema-decay``) on
+    its valid split, with the run's ``--eval-bleu-*`` options, as train_log.jsonl records it;
+    ``say`` prints the line that tells that translating begins."""
+    assert run.valid_set is not None
+    t0 = time.perf_counter()
+    say(f"translating {run.valid_set.split} for BLEU (beam {run.opt.eval_bleu_beam})...")
+    with averaged(run.ema, run.model):
+        r = valid_bleu(run.model, run.valid_set, run.data.pipeline(run.data.tgt_lang), run.device,
+                       beam=run.opt.eval_bleu_beam, max_sentences=run.opt.eval_bleu_max_sentences or None,
+                       amp_dtype=resolve_amp(run.opt.amp, run.device))  # what nmtkit-translate --amp would use
+    return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
+            "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}

@@ -33,6 +33,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from nmtkit.data.alignments import StoredAlignments
+from nmtkit.data.dataset import Batch
+from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 
 
@@ -71,6 +74,15 @@ def gold_alignment_matrix(links: Sequence[Optional[np.ndarray]], src_lengths: Te
             gold[b, p[:, 1], p[:, 0]] = 1.0
         gold[b, int(tgt_lengths[b]) - 1, int(src_lengths[b]) - 1] = 1.0  # </s> -> </s>
     return gold / gold.sum(dim=2, keepdim=True).clamp_min(1.0)
+
+
+def batch_alignment_loss(alignments: StoredAlignments, batch: Batch, attn: Tensor, kind: str) -> Tensor:
+    """:func:`guided_alignment_loss` of a training batch (its tensors on the device)
+    against the links of its sentences, ``alignments`` being the corpus's: the links are taken in
+    the batch's order (``batch.ids``), not the corpus's."""
+    gold = gold_alignment_matrix([alignments[int(i)] for i in batch.ids], batch.src_lengths,
+                                 batch.target.ne(PAD_ID).sum(dim=1), (attn.size(1), attn.size(2))).to(batch.target.device)
+    return guided_alignment_loss(attn, gold, kind)
 
 
 def guided_alignment_loss(attn: Tensor, gold: Tensor, kind: str = "ce") -> Tensor:

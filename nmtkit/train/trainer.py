@@ -20,22 +20,20 @@ from contextlib import nullcontext
 from typing import Any, Callable, NoReturn, Optional
 
 from nmtkit.data.dataset import PaddingCounter, collate, make_batches
-from nmtkit.data.dictionary import PAD_ID
-from nmtkit.train import checkpoints, resume
+from nmtkit.train import checkpoints, resume, validation
 from nmtkit.train import distributed as distmod
 from nmtkit.train.budget import TimeBudget
 from nmtkit.train.checkpoints import prune_epoch_checkpoints, saved_sizes
-from nmtkit.train.display import TrainDisplay, stamp
-from nmtkit.train.ema import averaged
-from nmtkit.train.guided import gold_alignment_matrix, guided_alignment_loss
+from nmtkit.train.display import TrainDisplay, UpdateWindow, padding_summary, plot_learning_curve
+from nmtkit.train.guided import batch_alignment_loss
 from nmtkit.train.loss import sequence_loss
 from nmtkit.train.optim import normalize_and_clip
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.run import build_run
 from nmtkit.train.state import TrainState
 from nmtkit.train.stop_signals import StopNow, StopSignals, interruptible
-from nmtkit.train.validation import record_best, valid_loss
-from nmtkit.utils.amp import autocast, resolve_amp
+from nmtkit.train.validation import record_best
+from nmtkit.utils.amp import autocast
 from nmtkit.utils.textio import ensure_dir
 
 
@@ -52,6 +50,7 @@ class Trainer:
         #: The wall clock of the --stop-time-hours budget; tests replace it with a simulated one.
         self.clock: Callable[[], float] = time.perf_counter
         self.budget = TimeBudget(self.run, lambda: self.clock())
+        self._padding: Optional[PaddingCounter] = None  # the padding share of the run's batches, once the loop begins
 
     # what the command line and the benchmarks read of the run
     model = property(lambda self: self.run.model)
@@ -88,11 +87,9 @@ class Trainer:
                 logits, attn = self.run.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
             loss, nll = sequence_loss(logits, batch.target, self.run.opt.label_smoothing)
             align = None
-            if self.run.opt.guided_alignment_weight > 0:  # links in the batch's order (batch.ids), not the corpus's
+            if self.run.opt.guided_alignment_weight > 0:
                 assert self.run.train_set.alignments is not None and attn is not None
-                gold = gold_alignment_matrix([self.run.train_set.alignments[int(i)] for i in batch.ids], batch.src_lengths,
-                                             batch.target.ne(PAD_ID).sum(dim=1), tuple(attn.shape[1:])).to(self.run.device)
-                align = guided_alignment_loss(attn, gold, self.run.opt.guided_alignment_loss)
+                align = batch_alignment_loss(self.run.train_set.alignments, batch, attn, self.run.opt.guided_alignment_loss)
                 loss = loss + self.run.opt.guided_alignment_weight * align
             obj = loss * ((0.0 if empty else 1.0) * self.run.dist.world_size)
             if self.run.scaler is not None:
@@ -132,11 +129,9 @@ class Trainer:
     # -- validation -------------------------------------------------------------------------
     @interruptible
     def validate(self) -> Optional[dict]:
-        """Loss and perplexity on the valid split; None without one.  A signal ends it at once."""
-        if self.run.valid_set is None:
-            return None
-        with averaged(self.run.ema, self.run.model):
-            return valid_loss(self.run.model, self.run.valid_set, self.run.opt.max_tokens, self.run.opt.batch_size, self.run.device, self.run.amp_dtype)
+        """Loss and perplexity on the valid split (:func:`~nmtkit.train.validation.validate`); None
+        without one.  A signal ends it at once."""
+        return validation.validate(self.run)
 
     # -- the loop ---------------------------------------------------------------------------
     def train(self) -> TrainState:
@@ -176,8 +171,8 @@ class Trainer:
                     break
         if self.run.guard.streak:  # stopped (--max-update, --max-epoch ...) while updates were non-finite
             checkpoints.diverged(self.run, f"{self.run.guard.describe(self.run.state.update)} at the end of the run")
-        self.run.log({"event": "end", "epoch": self.run.state.epoch, "update": self.run.state.update, **self._padding_summary()})
-        self._plot_curve()
+        self.run.log({"event": "end", "epoch": self.run.state.epoch, "update": self.run.state.update, **padding_summary(self.run, self._padding)})
+        plot_learning_curve(self.run)
         return self.run.state
 
     def _train_epoch(self, display: TrainDisplay) -> bool:
@@ -185,7 +180,8 @@ class Trainer:
         opt, st = self.run.opt, self.run.state
         batches = make_batches(self.run.train_set.src_sizes, self.run.train_set.tgt_sizes, opt.max_tokens, opt.batch_size, seed=opt.seed, epoch=st.epoch)
         display.start_epoch(st.epoch, len(batches), st.batches_done)
-        win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
+        win = UpdateWindow()
+        assert self._padding is not None  # made by _train
         for k in range(st.batches_done, len(batches), opt.update_freq):
             group = batches[k : k + opt.update_freq]
             for b in group:
@@ -197,24 +193,13 @@ class Trainer:
             diverged = self.run.guard.after_update(st.update, out["nll"] + out["align"], out["gnorm"], out["loss_scale"])
             st.epoch_nll += out["nll"]
             st.epoch_tokens += out["ntokens"]
-            for key in ("nll", "ntokens", "sentences", "align"):
-                win[key] += out[key]
-            win["gnorm"] += out["gnorm"]
-            win["n"] += 1
-            elapsed = time.perf_counter() - win["t0"]
-            stats = {
-                "epoch": st.epoch, "update": st.update, "loss": win["nll"] / max(win["ntokens"], 1),
-                "lr": self.run.optimizer.param_groups[0]["lr"], "gnorm": win["gnorm"] / win["n"],
-                "tok_per_s": win["ntokens"] / max(elapsed, 1e-9), "sent_per_s": win["sentences"] / max(elapsed, 1e-9),
-            }
-            stats["ppl"] = math.exp(min(stats["loss"], 50.0))
-            if opt.guided_alignment_weight > 0:  # per target token, before λ (train_log.jsonl only)
-                stats["align_loss"] = win["align"] / max(win["ntokens"], 1)
+            win.add(out)
+            stats = win.stats(st.epoch, st.update, self.run.optimizer.param_groups[0]["lr"], opt.guided_alignment_weight > 0)
             display.update(stats, advance=len(group))
             if st.update % opt.log_interval == 0:
                 self.run.log({"event": "train", **stats})
                 display.log_line(stats)
-                win = {"nll": 0.0, "ntokens": 0.0, "sentences": 0, "t0": time.perf_counter(), "gnorm": 0.0, "n": 0, "align": 0.0}
+                win = UpdateWindow()
             if diverged:
                 checkpoints.diverged(self.run, diverged)
             last_of_epoch = st.batches_done >= len(batches)
@@ -245,17 +230,6 @@ class Trainer:
                 self._stop()
         return True
 
-    def _padding_summary(self) -> dict:
-        """Print (main process) and return the padding share of this run's batches."""
-        counter = getattr(self, "_padding", None)
-        if counter is None:
-            return {}
-        pad_src, pad_tgt = counter.fractions()
-        if self.run.dist.is_main and counter.slots.any():
-            self.run.console.print(f"{stamp()}padding: {100 * pad_src:.1f}% of the source and {100 * pad_tgt:.1f}% of the target "
-                               "positions in this run's batches")
-        return {"padding_src": round(pad_src, 4), "padding_tgt": round(pad_tgt, 4)}
-
     def _stop(self) -> NoReturn:
         """After SIGINT/SIGTERM: make sure checkpoint_last.pt holds the current state (unless the
         latest updates were non-finite: then it keeps the last good one and :meth:`save` says so),
@@ -265,24 +239,17 @@ class Trainer:
         name = self.stop_signals.name
         if self.run.dist.is_main and wrote:
             self.run.console.print(f"{name}: wrote {self.run.save_dir / 'checkpoint_last.pt'} at update {st.update}; rerun the same command to resume")
-        self.run.log({"event": "interrupted", "signal": name, "update": st.update, **self._padding_summary()})
+        self.run.log({"event": "interrupted", "signal": name, "update": st.update, **padding_summary(self.run, self._padding)})
         raise KeyboardInterrupt(name)
 
     @interruptible
     def _valid_bleu(self, display: TrainDisplay) -> Optional[dict]:
-        """``--eval-bleu``: beam-search BLEU on the valid split (see ``nmtkit.train.eval_bleu``)."""
+        """``--eval-bleu``: beam-search BLEU on the valid split (:func:`nmtkit.train.eval_bleu.run_valid_bleu`)."""
         if not self.run.opt.eval_bleu or self.run.valid_set is None:
             return None
-        from nmtkit.train.eval_bleu import valid_bleu
+        from nmtkit.train.eval_bleu import run_valid_bleu
 
-        t0 = time.perf_counter()
-        display.message(f"translating {self.run.valid_set.split} for BLEU (beam {self.run.opt.eval_bleu_beam})...")
-        with averaged(self.run.ema, self.run.model):
-            r = valid_bleu(self.run.model, self.run.valid_set, self.run.data.pipeline(self.run.data.tgt_lang), self.run.device,
-                           beam=self.run.opt.eval_bleu_beam, max_sentences=self.run.opt.eval_bleu_max_sentences or None,
-                           amp_dtype=resolve_amp(self.run.opt.amp, self.run.device))  # what nmtkit-translate --amp would use
-        return {"valid_bleu": round(r.bleu, 2), "valid_bleu_sentences": r.sentences,
-                "valid_bleu_seconds": round(time.perf_counter() - t0, 1)}
+        return run_valid_bleu(self.run, display.message)
 
     def _end_inside_epoch(self, display: TrainDisplay, validated: Optional[dict] = None) -> bool:
         """--max-update or --stop-time-hours reached: validate the weights the run ends with, as at
@@ -313,46 +280,21 @@ class Trainer:
         v = self.validate()
         if v:
             v.update(self._valid_bleu(display) or {})
-        train_loss = st.epoch_nll / max(st.epoch_tokens, 1.0)
-        record = {"epoch": st.epoch, "update": st.update, "lr": self.run.optimizer.param_groups[0]["lr"],
-                  "train_loss": train_loss, "train_ppl": math.exp(min(train_loss, 50.0)), **(v or {})}
-        st.finished_epochs.append(record)
-        self.run.log({"event": "valid", **record})
-        improved = record_best(st, v, opt.best_checkpoint_metric)
-        if improved:
-            st.bad_epochs = 0
-        elif v:
-            st.bad_epochs += 1
+        record, improved = validation.end_epoch(self.run, v)
         display.end_epoch(record, improved)
         epoch = st.epoch
-        # the plateau schedule follows the same metric as checkpoint_best.pt (lower is better)
-        metric = None
-        if v:
-            metric = -v["valid_bleu"] if opt.best_checkpoint_metric == "bleu" else v["valid_loss"]
-        self.run.schedule.end_of_epoch(self.run.optimizer, epoch, metric)
+        self.run.schedule.end_of_epoch(self.run.optimizer, epoch, validation.schedule_metric(v, opt.best_checkpoint_metric))
         st.epoch += 1
         st.batches_done = 0
         st.epoch_nll = st.epoch_tokens = 0.0
-        names = ["checkpoint_last.pt"]
-        if opt.keep_epoch_checkpoints:
-            names.append(f"checkpoint{epoch}.pt")
-        if improved or (v is None and st.best_valid_loss is None and st.best_valid_bleu is None):
-            # without validation the newest is the best, unless a validated best exists (a resumed run)
-            names.append("checkpoint_best.pt")
-        saved = self.save(names)
+        saved = self.save(checkpoints.end_of_epoch_names(self.run, epoch, improved, validated=v is not None))
         if self.run.dist.is_main:
             prune_epoch_checkpoints(self.run.save_dir, opt.keep_last)
             if saved:
                 display.message(saved_sizes(self.run.save_dir, self.run.written))
-        self._plot_curve()
+        plot_learning_curve(self.run)
         if opt.patience > 0 and st.bad_epochs >= opt.patience:
             display.message(f"early stopping: validation {opt.best_checkpoint_metric} did not improve for {opt.patience} epochs")
             self.run.log({"event": "early_stop", "epoch": epoch})
             return True
         return False
-
-    def _plot_curve(self) -> None:
-        if self.run.dist.is_main and self.run.state.finished_epochs:
-            from nmtkit.evaluate.plots import plot_epoch_records
-
-            plot_epoch_records(self.run.save_dir / "learning_curve.png", self.run.state.finished_epochs, f"{self.run.opt.arch} on {self.run.data.pair}")

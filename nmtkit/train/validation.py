@@ -11,9 +11,20 @@ from typing import Optional
 import torch
 
 from nmtkit.data.dataset import ParallelDataset, collate, make_batches
+from nmtkit.train.ema import averaged
 from nmtkit.train.loss import sequence_loss
+from nmtkit.train.run import TrainingRun
 from nmtkit.train.state import TrainState
 from nmtkit.utils.amp import autocast
+
+
+def validate(run: TrainingRun) -> Optional[dict]:
+    """:func:`valid_loss` of the run's model (its weight average, with ``--ema-decay``) on its
+    valid split, batched as it trains; None without a valid split."""
+    if run.valid_set is None:
+        return None
+    with averaged(run.ema, run.model):
+        return valid_loss(run.model, run.valid_set, run.opt.max_tokens, run.opt.batch_size, run.device, run.amp_dtype)
 
 
 @torch.inference_mode()
@@ -32,6 +43,32 @@ def valid_loss(model: torch.nn.Module, valid_set: ParallelDataset, max_tokens: O
         tot_tok += batch.ntokens
     loss = tot_nll / max(tot_tok, 1)
     return {"valid_loss": loss, "valid_ppl": math.exp(min(loss, 50.0)), "valid_tokens": tot_tok}
+
+
+def end_epoch(run: TrainingRun, v: Optional[dict]) -> tuple[dict, bool]:
+    """The record of the epoch that ends (its training loss, the learning rate, the validation
+    scores ``v``), logged and kept in the state's ``finished_epochs``; the best scores and
+    ``--patience``'s count of epochs without improvement updated.  Returns (record, improved)."""
+    st = run.state
+    train_loss = st.epoch_nll / max(st.epoch_tokens, 1.0)
+    record = {"epoch": st.epoch, "update": st.update, "lr": run.optimizer.param_groups[0]["lr"],
+              "train_loss": train_loss, "train_ppl": math.exp(min(train_loss, 50.0)), **(v or {})}
+    st.finished_epochs.append(record)
+    run.log({"event": "valid", **record})
+    improved = record_best(st, v, run.opt.best_checkpoint_metric)
+    if improved:
+        st.bad_epochs = 0
+    elif v:
+        st.bad_epochs += 1
+    return record, improved
+
+
+def schedule_metric(v: Optional[dict], metric: str) -> Optional[float]:
+    """What the plateau schedule follows (lower is better): the metric of checkpoint_best.pt
+    (``--best-checkpoint-metric``); None without validation."""
+    if not v:
+        return None
+    return -v["valid_bleu"] if metric == "bleu" else v["valid_loss"]
 
 
 def record_best(state: TrainState, v: Optional[dict], metric: str) -> bool:

@@ -27,7 +27,7 @@ from nmtkit.data.dataset import pad_sequences
 from nmtkit.data.text_pipeline import TextPipeline, merge_bpe, piece_to_token_index, split_words
 from nmtkit.data.word_index import piece_word_index
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.search import EagerSearch, Hypothesis, SearchOptions, Searcher
+from nmtkit.generate.search import EagerSearch, Hypothesis, SearchOptions, Searcher, beam_search
 from nmtkit.generate.bundle import ModelBundle
 from nmtkit.generate.checkpoint_paths import PathsLike
 from nmtkit.generate.ensemble import EnsembleModel
@@ -169,9 +169,9 @@ class Translator:
             table = Shortlist.load(output.shortlist, bundle.tgt_pipe, bundle.tgt_dict, k=output.shortlist_k,
                                    frequent=output.shortlist_frequent, lowercase_source=bundle.src_pipe.lowercase)
         alignments = bundle.model.has_attention if output.alignments == "auto" else output.alignments
-        return cls(bundle, search, replace_unk=replace_unk is True or lexicon is not None, lexicon=lexicon,
-                   alignments=bool(alignments), align_shift=output.align_shift, max_source_len=output.max_source_len,
-                   shortlist=table, unk_posterior=output.unk_posterior)
+        return Translator(bundle, search, replace_unk=replace_unk is True or lexicon is not None, lexicon=lexicon,
+                          alignments=bool(alignments), align_shift=output.align_shift, max_source_len=output.max_source_len,
+                          shortlist=table, unk_posterior=output.unk_posterior)
 
     # -- encoding input ---------------------------------------------------------------------
     def _prepare(self, index: int, line: str) -> dict:
@@ -265,7 +265,7 @@ class Translator:
         src, lengths = (t.to(self.device) for t in pad_sequences(id_lists))
         with allocation_guard(f"in the search of {len(id_lists)} sentences with --beam {self.search.beam} "
                               "(lower --beam, --batch-size or --max-tokens)"), self.bundle.autocast():
-            return self.searcher(self.model, src, lengths, self.search, self.replace_unk or self.alignments, shortlist)
+            return beam_search(self.model, src, lengths, self.search, self.replace_unk or self.alignments, shortlist, self.searcher)
 
     def _unk_posteriors(self, id_lists: list[list[int]], hyps: list[list[Hypothesis]]) -> dict[int, dict[int, torch.Tensor]]:
         """``sentence -> candidate -> attention [len + 1, S]`` of every candidate with an ``<unk>``,

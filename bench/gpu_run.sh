@@ -11,7 +11,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; python3 -c "import torch; print(torch.__version__)"; } \
     2>&1 | tee "$OUT/measure.log"
-timeout 240 python3 -m pytest -q -p no:cacheprovider ${TESTS:-tests/test_loop_graphs.py tests/test_static_search.py tests/test_gpu.py} 2>&1 \
+timeout 240 python3 -m pytest -q -p no:cacheprovider ${TESTS:-tests/models/test_loop_graphs.py tests/generate/test_static_search.py tests/project/test_gpu.py} 2>&1 \
     | tee -a "$OUT/measure.log" | tail -25
 timeout "${MEASURE_TIMEOUT:-480}" python3 bench/gpu_speed.py measure --data .gpu/m30k --test .gpu/test2016.en \
     --out-dir "$OUT" --commit "$commit" "${@:2}" 2>&1 | tee -a "$OUT/measure.log" | grep -v '^ *|' | tail -40

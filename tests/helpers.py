@@ -1,25 +1,101 @@
-"""Helpers shared by the tests, so that no test module imports another: tiny models and
-batches (test_models, test_loop_graphs, test_static_search), the exactness tests' models and
-variants (test_model_exactness, test_gemm), and a training run through the command line
-(test_train, test_resume, test_ema, test_guided_alignment)."""
+"""Helpers shared by the tests, the one place for them, so that no test module imports another
+and each helper has one copy: files and checkpoints (``write``, ``make_checkpoint``, a briefly
+trained sample model), search options, tiny models and batches (models/test_models,
+models/test_loop_graphs, generate/test_static_search), the exactness tests' models and variants
+(models/test_model_exactness, models/test_gemm), a training run through the command line
+(``run_train``: train/test_train, train/test_resume and the other training tests) and the checks
+of a command's one-line error. The fixtures are in tests/conftest.py."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import torch
 from click.testing import CliRunner
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint, model_payload, save_checkpoint
+from nmtkit.cli.preprocess import command as preprocess
 from nmtkit.cli.train import command as train
+from nmtkit.cli.translate import command as translate
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
+from nmtkit.data.text_pipeline import TextPipeline
+from nmtkit.generate.search import SearchOptions
 from nmtkit.generate.search.fixed_shape import SearchGraphs
-from nmtkit.models import build_model, resolve_config
+from nmtkit.models import build_model, registry, resolve_config
 from nmtkit.models.base import Seq2SeqModel
+from nmtkit.sample import generate_corpus
+
+
+# -- files, checkpoints and search options -------------------------------------------------------
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def make_checkpoint(path: Path, arch: str = "luong_tiny", seed: int = 0, words: str | None = None,
+                    langs: tuple[str, str] = ("en", "de"), **overrides) -> Path:
+    """An untrained but complete checkpoint (random weights) over a small vocabulary: fast to build,
+    enough for everything that does not depend on translation quality."""
+    vocab = (words or "the a cat dog sees sits runs man sleeps . , Anna die der eine Katze Hund sieht sitzt läuft Mann schläft").split()
+    d = Dictionary.build(Counter(vocab))
+    torch.manual_seed(seed)
+    name, cfg = registry.resolve_config(arch, overrides)
+    model = registry.build_model(name, cfg, d, d)
+    save_checkpoint(path, model_payload(model, arch, TextPipeline(langs[0]), TextPipeline(langs[1])))
+    return path
+
+
+def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
+    """A sample corpus (2,000 training pairs, rare words as <unk>) under root/raw, preprocessed to
+    root/bin, and rnnsearch_tiny trained on it for ``max_update`` updates into root/ckpt."""
+    raw = root / "raw"
+    generate_corpus(raw, seed=1, n_train=2000, n_valid=20, n_test=n_test)
+    res = CliRunner().invoke(preprocess, ["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--validpref",
+                                          str(raw / "valid"), "--destdir", str(root / "bin"), "--thresholdsrc", "2",
+                                          "--thresholdtgt", "2"])
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(train, [str(root / "bin"), "--arch", "rnnsearch_tiny", "--save-dir", str(root / "ckpt"),
+                                     "--batch-size", "16", "--lr", "0.005", "--max-update", str(max_update), "--max-epoch", "0",
+                                     "--seed", "1", "--threads", "1", "--device", "cpu", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    return root
+
+
+def search_options(**kw):  # noqa: ANN003, ANN201
+    """``SearchOptions`` with the unbounded lengths the search tests were written for (no
+    ``--max-len-a``, 200 tokens) unless a test sets them."""
+    return SearchOptions(**{"max_len_a": 0.0, "max_len_b": 200, **kw})
+
+
+# -- a command's one-line error, processes -------------------------------------------------------
+def one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1, text
+    assert "Traceback" not in text and "Exception ignored" not in text, text
+    return lines[0]
+
+
+def invoke_translate(args: list[str], stdin: bytes | str = b""):  # noqa: ANN201
+    """nmtkit-translate through click, quiet and on one thread."""
+    return CliRunner().invoke(translate, ["--quiet", "--threads", "1", *args], input=stdin)
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
 
 # -- tiny models and batches -------------------------------------------------------------------
-def make_dict(n_words: int) -> Dictionary:
-    return Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"w{i}" for i in range(n_words)])
+def make_dict(n_words: int, prefix: str = "w") -> Dictionary:
+    return Dictionary.from_symbols(["<pad>", "<s>", "</s>", "<unk>"] + [f"{prefix}{i}" for i in range(n_words)])
 
 
 def pad_batch(seqs: list[list[int]], width: int | None = None) -> torch.Tensor:

@@ -1,0 +1,1 @@
+"""Tests of nmtkit.cli: the commands' options, outputs and errors."""

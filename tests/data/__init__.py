@@ -1,0 +1,1 @@
+"""Tests of nmtkit.data: dictionaries, the binarized format, preprocessing, subwords."""

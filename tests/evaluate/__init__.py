@@ -1,0 +1,1 @@
+"""Tests of nmtkit.evaluate: metrics, AER, symmetrization, plots."""

@@ -1,0 +1,1 @@
+"""Tests of nmtkit.generate: search, ensembles, forced decoding, quantisation, shortlists, alignments."""

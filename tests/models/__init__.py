@@ -1,0 +1,1 @@
+"""Tests of nmtkit.models: attention, the model contract, exactness, the registry."""

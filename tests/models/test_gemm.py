@@ -1,0 +1,315 @@
+"""The oneDNN float32 path (:mod:`nmtkit.models.gemm`) computes what the plain torch ops compute.
+
+* :func:`gemm.linear` forward and backward against float64 ``F.linear``, for 2-D and 3-D inputs
+  and strided (sliced, transposed) weights, and its fallbacks (autocast, other dtypes, off);
+* the LSTM and GRU cells, values and gradients, against ``torch.lstm_cell``/``torch.gru_cell``;
+* :class:`gemm.LoopWeight` (one weight gradient for all steps of a loop) against per-step products;
+* whole models: the training loss and every parameter's gradient with the oneDNN path against the
+  plain path (``gemm.ENABLED`` off), for every model type and Luong attention variant.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from nmtkit.models import gemm
+from nmtkit.train.loss import sequence_loss
+from tests.helpers import _luong_variants, _vid, batch, make_model
+
+pytestmark = pytest.mark.skipif(not gemm.AVAILABLE, reason="oneDNN is not available in this torch")
+
+
+@pytest.fixture(autouse=True)
+def onednn_on(monkeypatch):
+    """The path under test, whichever CPU runs the tests (it is on by default only on AMD's)."""
+    monkeypatch.setattr(gemm, "ENABLED", True)
+
+
+def _grads(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    return [t.grad.clone() for t in tensors]
+
+
+@pytest.mark.parametrize("shape", [(7, 5), (3, 4, 5), (64, 40)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_matches_float64_forward_and_backward(shape, bias):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(*shape, generator=gen, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(9, shape[-1], generator=gen, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(9, generator=gen, dtype=torch.float64, requires_grad=True) if bias else None
+    y = F.linear(x, w, b)
+    g = torch.randn(y.shape, generator=gen, dtype=torch.float64)
+    y.backward(g)
+    ref = _grads(x, w, *([b] if bias else []))
+    xf, wf = x.detach().float().requires_grad_(), w.detach().float().requires_grad_()
+    bf = b.detach().float().requires_grad_() if bias else None
+    yf = gemm.linear(xf, wf, bf)
+    yf.backward(g.float())
+    torch.testing.assert_close(yf.double(), y.detach(), atol=1e-4, rtol=1e-5)
+    for got, want in zip(_grads(xf, wf, *([bf] if bias else [])), ref):
+        torch.testing.assert_close(got.double(), want, atol=1e-4, rtol=1e-5)
+
+
+def test_linear_reads_strided_operands():
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(6, 5, generator=gen)
+    w = torch.randn(8, 20, generator=gen)
+    for weight in (w[:, 3:8], torch.randn(5, 8, generator=gen).t()):
+        torch.testing.assert_close(gemm.linear(x, weight), F.linear(x, weight), atol=1e-5, rtol=1e-5)
+    xt = torch.randn(5, 6, generator=gen).t()
+    torch.testing.assert_close(gemm.linear(xt, w[:, :5]), F.linear(xt, w[:, :5]), atol=1e-5, rtol=1e-5)
+
+
+def test_linear_falls_back_where_onednn_is_not_the_path(monkeypatch):
+    x, w = torch.randn(4, 3), torch.randn(5, 3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert gemm.linear(x, w).dtype == torch.bfloat16  # autocast's own (bf16) product
+    assert gemm.linear(x.double(), w.double()).dtype == torch.float64
+    assert gemm.linear(torch.randn(0, 3), w).shape == (0, 5)
+    monkeypatch.setattr(gemm, "ENABLED", False)
+    assert torch.equal(gemm.linear(x, w), F.linear(x, w))
+
+
+def test_cells_match_torch_values_and_gradients():
+    gen = torch.Generator().manual_seed(2)
+
+    def leaf(*shape: int) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen).requires_grad_()
+
+    x, h, c = leaf(6, 5), leaf(6, 7), leaf(6, 7)
+    for n_gates, ours, theirs in ((4, lambda *a: gemm.lstm_cell(x, h, c, *a), lambda *a: torch.lstm_cell(x, (h, c), *a)),
+                                  (3, lambda *a: (gemm.gru_cell(x, h, *a),), lambda *a: (torch.gru_cell(x, h, *a),))):
+        params = [leaf(n_gates * 7, 5), leaf(n_gates * 7, 7), leaf(n_gates * 7), leaf(n_gates * 7)]
+        inputs = [x, h, c, *params]
+        results = []
+        for fn in (ours, theirs):
+            for t in inputs:
+                t.grad = None
+            out = fn(*params)
+            sum((o * (k + 1)).sum() for k, o in enumerate(out)).backward()
+            results.append(([o.detach() for o in out], [None if t.grad is None else t.grad.clone() for t in inputs]))
+        (out_a, grad_a), (out_b, grad_b) = results
+        for a, b in zip(out_a, out_b):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+        for a, b in zip(grad_a, grad_b):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def _loss_and_grads(model, enabled: bool, monkeypatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    monkeypatch.setattr(gemm, "ENABLED", enabled)
+    src, lengths, prev, target = batch()
+    model.train()
+    model.zero_grad(set_to_none=True)
+    loss, _ = sequence_loss(model(src, lengths, prev)[0], target)
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+def check_same_as_plain(model, monkeypatch) -> None:
+    loss, fast = _loss_and_grads(model, True, monkeypatch)
+    ref_loss, ref = _loss_and_grads(model, False, monkeypatch)
+    torch.testing.assert_close(loss, ref_loss, atol=1e-5, rtol=1e-6)
+    assert fast.keys() == ref.keys() and len(ref) >= 5
+    for name in ref:
+        torch.testing.assert_close(fast[name], ref[name], atol=1e-5, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("opts", _luong_variants(), ids=_vid)
+def test_luong_loss_and_gradients_match_the_plain_path(opts, monkeypatch):
+    check_same_as_plain(make_model("luong_tiny", embed_dim=10, hidden_size=12, window=2, max_source_positions=6, **opts),
+                        monkeypatch)
+
+
+@pytest.mark.parametrize("arch,opts", [
+    ("rnnsearch_tiny", dict(embed_dim=10, hidden_size=12, attention_dim=8, maxout_size=6)),
+    ("rnnsearch_tiny", dict(embed_dim=10, hidden_size=12, attention_dim=8, maxout_size=6, layers=2, source_reversal=True)),
+    ("rnnencdec_tiny", dict(embed_dim=10, hidden_size=12, maxout_size=6, layers=1, cell="lstm")),
+    ("rnnencdec_tiny", dict(embed_dim=10, hidden_size=12, maxout_size=6, layers=2, cell="gru", bahdanau_decoder=True)),
+    ("rnnencdec_tiny", dict(embed_dim=10, hidden_size=12, maxout_size=6, layers=1, cell="gru", feed_context=True)),
+], ids=["rnnsearch", "rnnsearch-L2-rev", "rnnencdec-lstm", "rnnencdec-bahdanau-L2", "rnnencdec-gru-context"])
+def test_other_models_loss_and_gradients_match_the_plain_path(arch, opts, monkeypatch):
+    check_same_as_plain(make_model(arch, **opts), monkeypatch)
+
+
+def test_the_comparison_can_fail(monkeypatch):
+    """A cell update that swaps two gates on the oneDNN path only is caught."""
+    import nmtkit.models.luong as luong
+
+    real = gemm.lstm_update
+
+    def swapped(gates, c):
+        if not gemm.ENABLED:
+            return real(gates, c)
+        i, f, g, o = gates.chunk(4, dim=1)
+        return real(torch.cat([f, i, g, o], dim=1), c)
+
+    monkeypatch.setattr(luong, "lstm_update", swapped)
+    with pytest.raises(AssertionError):
+        check_same_as_plain(make_model("luong_tiny", embed_dim=10, hidden_size=12, layers=2), monkeypatch)
+
+
+@pytest.mark.parametrize("env,vendor,want", [
+    (None, "AuthenticAMD", True), (None, "HygonGenuine", True), (None, "GenuineIntel", False), (None, "", False),
+    ("0", "AuthenticAMD", False), ("1", "GenuineIntel", True),
+])
+def test_the_path_is_on_by_default_only_where_mkl_is_slow(env, vendor, want, monkeypatch):
+    if env is None:
+        monkeypatch.delenv("NMTKIT_ONEDNN", raising=False)
+    else:
+        monkeypatch.setenv("NMTKIT_ONEDNN", env)
+    monkeypatch.setattr(gemm, "_cpu_vendor", lambda: vendor)
+    assert gemm._enabled() is want
+
+
+def test_linear_reads_a_strided_or_broadcast_bias_like_f_linear():
+    x, w = torch.randn(4, 3), torch.randn(5, 3)
+    wide = torch.randn(10)
+    for bias in (wide[::2], torch.ones(1).expand(5), torch.ones(1)):
+        torch.testing.assert_close(gemm.linear(x, w, bias), F.linear(x, w, bias), atol=1e-5, rtol=1e-5)
+
+
+def test_a_double_backward_through_the_onednn_path_fails_loudly():
+    x, w = torch.randn(3, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+    (g,) = torch.autograd.grad(gemm.linear(x, w).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError):
+        g.sum().backward()
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_encoder_step_loop_is_the_packed_rnn(cell, bidirectional, layers):
+    """masked_rnn (the encoder on the oneDNN path) returns what the packed nn.LSTM/nn.GRU returns:
+    outputs (zeros at padding), final states and every gradient, for unsorted lengths."""
+    from torch import nn
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    from nmtkit.models.encoders import masked_rnn
+
+    torch.manual_seed(0)
+    rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(5, 7, layers, batch_first=True, bidirectional=bidirectional)
+    x = torch.randn(4, 6, 5, requires_grad=True)
+    lengths = torch.tensor([6, 2, 4, 1])
+    out, hidden = rnn(pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False))
+    out, _ = pad_packed_sequence(out, batch_first=True, total_length=6)
+    h, c = hidden if cell == "lstm" else (hidden, None)
+    o2, h2, c2 = masked_rnn(rnn, x, lengths)
+    for a, b in ((out, o2), (h, h2)) + (((c, c2),) if c is not None else ()):
+        torch.testing.assert_close(b, a, atol=1e-6, rtol=1e-5)
+    assert (o2[1, 2:] == 0).all()
+
+    def total(o, hh, cc):
+        return o.sum() + 2 * hh.sum() + (3 * cc.sum() if cc is not None else 0)
+
+    params = [x, *rnn.parameters()]
+    for a, b in zip(torch.autograd.grad(total(out, h, c), params), torch.autograd.grad(total(o2, h2, c2), params)):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-4)
+
+
+def _loop(weight: torch.Tensor, bias, xs: list[torch.Tensor], h: torch.Tensor, product) -> torch.Tensor:
+    """A small recurrence h_t = tanh(W [x_t; h_{t-1}] + b) whose loss reads every step."""
+    loss = h.new_zeros(())
+    for k, x in enumerate(xs):
+        h = torch.tanh(product(torch.cat([x, h], dim=1)))
+        loss = loss + (h * (k + 1)).sum()
+    return loss
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_loop_weight_sums_the_steps_gradient_in_one_product(bias, sliced):
+    """LoopWeight's gradients (weight, bias, inputs, initial state) equal per-step F.linear's in float64."""
+    gen = torch.Generator().manual_seed(4)
+    big = torch.randn(5, 9 + (3 if sliced else 0), generator=gen, requires_grad=True)  # hidden 5, input 4
+    b = torch.randn(5, generator=gen, requires_grad=True) if bias else None
+    xs = [torch.randn(3, 4, generator=gen, requires_grad=True) for _ in range(6)]
+    h0 = torch.randn(3, 5, generator=gen, requires_grad=True)
+    leaves = [big, *([b] if bias else []), *xs, h0]
+
+    def run(product_of):
+        for t in leaves:
+            t.grad = None
+        w = big[:, 3:] if sliced else big
+        _loop(w, b, xs, h0, product_of(w)).backward()
+        return [t.grad.clone() for t in leaves]
+
+    w64 = lambda w: (lambda x: F.linear(x.double(), w.double(), None if b is None else b.double()).float())  # noqa: E731
+    want = run(w64)
+    got = run(lambda w: gemm.LoopWeight(w, b))
+    for a, c in zip(got, want):
+        torch.testing.assert_close(a, c, atol=1e-4, rtol=1e-5)
+
+
+def test_loop_weight_is_plain_linear_where_no_weight_gradient_is_wanted():
+    gen = torch.Generator().manual_seed(5)
+    w, x = torch.randn(6, 4, generator=gen), torch.randn(3, 4, generator=gen)
+    torch.testing.assert_close(gemm.LoopWeight(w)(x), F.linear(x, w), atol=1e-5, rtol=1e-5)
+    with torch.no_grad():
+        loop = gemm.LoopWeight(w.requires_grad_())
+        loop(x)
+    assert loop.calls == 0
+
+
+def test_every_backward_pass_through_a_loop_weight_sums_its_own_steps():
+    """A partial pass over the retained graph (the gradient of a later step's input, which never
+    reaches the first step) leaves nothing behind; a second full pass adds the same gradient again."""
+    gen = torch.Generator().manual_seed(6)
+    w = torch.randn(6, 9, generator=gen, requires_grad=True)
+    xs = [torch.randn(2, 3, generator=gen, requires_grad=True) for _ in range(4)]
+    ref = w.detach().clone().requires_grad_()
+    _loop(ref, None, xs, torch.zeros(2, 6), lambda x: F.linear(x, ref)).backward()
+    loss = _loop(w, None, xs, torch.zeros(2, 6), gemm.LoopWeight(w))
+    torch.autograd.grad(loss, [xs[2]], retain_graph=True)
+    loss.backward(retain_graph=True)
+    torch.testing.assert_close(w.grad, ref.grad, atol=1e-5, rtol=1e-5)
+    loss.backward()
+    torch.testing.assert_close(w.grad, 2 * ref.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_loop_weight_under_autocast_casts_once_and_returns_float32_gradients():
+    gen = torch.Generator().manual_seed(7)
+    w = torch.randn(5, 9, generator=gen, requires_grad=True)
+    xs = [torch.randn(3, 4, generator=gen) for _ in range(4)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loop = gemm.LoopWeight(w)
+        assert loop.weight.dtype == torch.bfloat16
+        loss = _loop(w, None, xs, torch.zeros(3, 5), loop)
+    loss.float().backward()
+    assert w.grad.dtype == torch.float32
+    ref = w.detach().clone().requires_grad_()
+    _loop(ref, None, xs, torch.zeros(3, 5), lambda x: F.linear(x, ref)).backward()
+    torch.testing.assert_close(w.grad, ref.grad, atol=0.5, rtol=5e-2)  # bf16 products
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_batched_loop_weight_sums_the_steps_gradient_in_one_bmm(transposed):
+    """Attention-shaped loop: per-sentence matrices (keys [B, S, H], or states read as [B, H, S])
+    multiplied at every step; gradients equal per-step torch.bmm's."""
+    gen = torch.Generator().manual_seed(8)
+    states = torch.randn(3, 5, 4, generator=gen, requires_grad=True)  # B=3, S=5, H=4
+    queries = [torch.randn(3, 1, 4 if not transposed else 5, generator=gen, requires_grad=True) for _ in range(4)]
+    leaves = [states, *queries]
+
+    def run(product_of) -> list[torch.Tensor]:
+        for t in leaves:
+            t.grad = None
+        w = states.transpose(1, 2) if transposed else states
+        product, carry, loss = product_of(w), 0.0, 0.0
+        for k, q in enumerate(queries):  # each step reads the last: the steps are chained
+            y = product(q + carry)
+            carry = torch.tanh(y).sum() * 0.1
+            loss = loss + (y * (k + 1)).sum()
+        loss.backward()
+        return [t.grad.clone() for t in leaves]
+
+    want = run(lambda w: (lambda x: torch.bmm(x.double(), w.double().transpose(1, 2)).float()))
+    got = run(gemm.LoopWeight)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-5)
+    with torch.no_grad():
+        loop = gemm.LoopWeight(states)
+        torch.testing.assert_close(loop(queries[0]) if not transposed else loop(queries[0][..., :4]),
+                                   torch.bmm(queries[0] if not transposed else queries[0][..., :4], states.transpose(1, 2)))
+    assert loop.calls == 0

@@ -1,0 +1,328 @@
+"""The Transformer honours the model contract: attention equals the formula written out,
+incremental decoding equals the teacher-forced pass for every structural option, beam search
+finds what exhaustive search finds, and the options refuse bad values in one line."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from tests.generate_stubs import step_forward
+from tests.helpers import make_dict
+
+from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID
+from nmtkit.errors import NmtkitError
+from nmtkit.generate.search import SearchOptions, beam_search
+from nmtkit.generate.ensemble import EnsembleModel
+from nmtkit.models import build_model, resolve_config
+from nmtkit.models.transformer import MultiheadAttention, attend_with_weights, sinusoids
+
+torch.set_num_threads(1)
+
+#: Every structural option: post/pre-norm, tied embeddings, learned positions, gelu, alignment layer and heads.
+VARIANTS = [
+    {},
+    {"normalize_before": True},
+    {"share_all_embeddings": True},
+    {"share_decoder_input_output_embed": True},
+    {"learned_positions": True, "max_positions": 32},
+    {"activation": "gelu", "normalize_before": True, "alignment_layer": 0, "alignment_heads": 1},
+    {"encoder_layers": 1, "decoder_layers": 3, "alignment_layer": -1},
+]
+
+
+def tiny(vocab: int = 40, seed: int = 0, **overrides: object):  # noqa: ANN201
+    torch.manual_seed(seed)
+    name, cfg = resolve_config("transformer_test", overrides)
+    d = make_dict(vocab - 4)
+    return build_model(name, cfg, d, d)
+
+
+def pad(seqs: list[list[int]]) -> torch.Tensor:
+    out = torch.full((len(seqs), max(map(len, seqs))), PAD_ID, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        out[i, : len(s)] = torch.tensor(s)
+    return out
+
+
+def batch(seed: int = 1, vocab: int = 40, src_lens=(7, 3, 5, 1), tgt_lens=(4, 6, 2, 5)):  # noqa: ANN001, ANN201
+    gen = torch.Generator().manual_seed(seed)
+    src = [torch.randint(4, vocab, (n,), generator=gen).tolist() + [EOS_ID] for n in src_lens]
+    tgt = [torch.randint(4, vocab, (n,), generator=gen).tolist() + [EOS_ID] for n in tgt_lens]
+    return pad(src), torch.tensor([len(s) for s in src]), pad([[BOS_ID] + t[:-1] for t in tgt]), pad(tgt)
+
+
+def reference_attention(q, k, v, mask):  # noqa: ANN001, ANN201
+    """softmax(QKᵀ/√d + mask) V, element by element."""
+    scores = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(q.size(-1))
+    scores = scores.masked_fill(~mask, float("-inf"))
+    w = torch.exp(scores - scores.amax(-1, keepdim=True))
+    w = w / w.sum(-1, keepdim=True)
+    return torch.einsum("bhts,bhsd->bhtd", w, v), w
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_multihead_attention_equals_the_formula_with_padding_and_causal_masks(causal: bool) -> None:
+    torch.manual_seed(0)
+    b, h, t, d = 3, 4, 5, 8
+    q, k, v = (torch.randn(b, h, t, d) for _ in range(3))
+    lengths = torch.tensor([5, 2, 4])
+    key_mask = (torch.arange(t)[None, :] < lengths[:, None])[:, None, None, :]
+    full = key_mask & torch.ones(t, t, dtype=torch.bool).tril() if causal else key_mask.expand(b, 1, t, t)
+    want, want_w = reference_attention(q, k, v, full)
+    mha = MultiheadAttention(h * d, h, 0.0, self_attention=True).eval()
+    # the fused path (scaled_dot_product_attention) and the one that returns the weights
+    got_w_out, got_w = attend_with_weights(q, k, v, full, 0.0, training=False)
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=full)
+    torch.testing.assert_close(fused, want, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(got_w_out, want, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(got_w, want_w, atol=1e-6, rtol=1e-5)
+    assert (got_w.masked_select(~full.expand_as(got_w)) == 0).all()
+    # the module's own choice of path, causal flag included, gives the same
+    out_fast, _ = mha.attend(q, k, v, None if causal and (lengths == t).all() else key_mask, causal=causal)
+    out_slow, w = mha.attend(q, k, v, key_mask, causal=causal, need_weights=True)
+    if not causal:
+        torch.testing.assert_close(out_fast, out_slow, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(w, want_w, atol=1e-6, rtol=1e-5)
+
+
+def test_attention_check_can_fail() -> None:
+    """The reference above notices a wrong scale (so the equalities mean something)."""
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(1, 2, 3, 4) for _ in range(3))
+    mask = torch.ones(1, 1, 3, 3, dtype=torch.bool)
+    want, _ = reference_attention(q, k, v, mask)
+    assert not torch.allclose(F.scaled_dot_product_attention(q * 2, k, v, attn_mask=mask), want, atol=1e-4)
+
+
+def test_sinusoids_follow_section_3_5() -> None:
+    pe = sinusoids(torch.arange(50), 16)
+    half = 8
+    i = torch.arange(half)
+    freq = torch.exp(-math.log(10000.0) * i / (half - 1))
+    torch.testing.assert_close(pe[7, :half], torch.sin(7 * freq))
+    torch.testing.assert_close(pe[7, half:], torch.cos(7 * freq))
+
+
+@pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()) or "default")
+def test_incremental_decoding_equals_the_teacher_forced_pass(opts: dict) -> None:
+    model = tiny(**opts).eval()
+    src, lengths, prev, _ = batch()
+    with torch.no_grad():
+        logits, attn = model(src, lengths, prev)
+        step_lp, step_attn = step_forward(model, src, lengths, prev)
+    torch.testing.assert_close(torch.log_softmax(logits, -1), step_lp, atol=1e-5, rtol=1e-5)
+    assert attn.shape == (4, prev.size(1), src.size(1))
+    torch.testing.assert_close(attn, step_attn, atol=1e-6, rtol=1e-5)
+    assert (attn.masked_select(src.eq(PAD_ID)[:, None, :].expand_as(attn)) == 0).all()
+    torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:2]))
+
+
+def test_padding_and_batch_company_change_nothing() -> None:
+    model = tiny().eval()
+    src, lengths, prev, _ = batch(src_lens=(9, 4), tgt_lens=(8, 3))
+    with torch.no_grad():
+        both, attn_both = model(src, lengths, prev)
+        one, attn_one = model(src[1:, :5], lengths[1:], prev[1:, :4])
+    torch.testing.assert_close(both[1, :4], one[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(attn_both[1, :4, :5], attn_one[0], atol=1e-6, rtol=1e-5)
+    assert (attn_both[1, :, 5:] == 0).all()
+
+
+def _exhaustive_best(model, src_ids: list[int], words: list[int], max_tokens: int) -> tuple[float, list[int]]:  # noqa: ANN001
+    """The highest-scoring ``w_1 .. w_k </s>`` with ``k + 1 <= max_tokens``, by scoring every one."""
+    src = torch.tensor([src_ids])
+    lengths = torch.tensor([len(src_ids)])
+    best: tuple[float, list[int]] = (-math.inf, [])
+    with torch.no_grad():
+        for k in range(max_tokens):
+            for ws in itertools.product(words, repeat=k):
+                seq = list(ws) + [EOS_ID]
+                logits, _ = model(src, lengths, torch.tensor([[BOS_ID] + seq[:-1]]))
+                score = float(torch.log_softmax(logits.float(), -1)[0, torch.arange(len(seq)), torch.tensor(seq)].sum())
+                best = max(best, (score, seq))
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_beam_search_finds_what_exhaustive_search_finds(seed: int) -> None:
+    """With a beam as wide as every prefix, beam search is exhaustive: the same best sequence
+    and score (length penalty 0: the plain sum of log-probabilities)."""
+    model = tiny(vocab=7, seed=seed).eval()
+    words = [3, 4, 5, 6]  # <unk> and three words; never <pad> or <s>
+    src = [4, 5, 6, EOS_ID]
+    max_tokens = 3
+    score, seq = _exhaustive_best(model, src, words, max_tokens)
+    opts = SearchOptions(beam=len(words) ** (max_tokens - 1), nbest=1, max_len_a=0.0, max_len_b=max_tokens - 1,
+                         min_len=0, lenpen=0.0)
+    with torch.no_grad():
+        hyp = beam_search(EnsembleModel([model]), torch.tensor([src]), torch.tensor([len(src)]), opts)[0][0]
+    assert list(hyp.tokens) + [EOS_ID] == seq or list(hyp.tokens) == seq
+    assert hyp.score == pytest.approx(score, abs=1e-4)
+
+
+def test_xavier_init_and_zero_padding_rows() -> None:
+    model = tiny()
+    fc = model.encoder_layers[0].ffn.fc1
+    bound = math.sqrt(6.0 / (fc.in_features + fc.out_features))
+    assert fc.weight.abs().max() <= bound and (fc.bias == 0).all()
+    for m in model.modules():
+        if isinstance(m, torch.nn.Embedding) and m.padding_idx is not None:
+            assert (m.weight[PAD_ID] == 0).all()
+
+
+@pytest.mark.parametrize("opts,message", [
+    ({"embed_dim": 30, "heads": 4}, "embed_dim (30) must be divisible by heads (4)"),
+    ({"alignment_layer": 2}, "alignment_layer must be in [-2, 1]"),
+    ({"alignment_heads": 5}, "alignment_heads must be in [0, heads=4]"),
+    ({"attention_dropout": 1.0}, "attention_dropout must be in [0, 1)"),
+    ({"activation": "tanh"}, "activation"),
+])
+def test_bad_options_are_one_line_errors(opts: dict, message: str) -> None:
+    with pytest.raises(NmtkitError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace("]", r"\]")):
+        resolve_config("transformer_test", opts)
+
+
+def test_learned_positions_refuse_longer_sentences_in_one_line() -> None:
+    model = tiny(learned_positions=True, max_positions=4).eval()
+    assert model.max_source_len() == 3
+    src, lengths, prev, _ = batch(src_lens=(6,), tgt_lens=(2,))
+    with pytest.raises(NmtkitError, match="max_positions 4"):
+        model(src, lengths, prev)
+
+
+def test_presets_have_the_papers_shapes() -> None:
+    d = make_dict(100)
+    base = build_model(*resolve_config("transformer_base"), d, d)
+    # Table 3: 65M parameters with a 37K vocabulary; here without the embeddings and output layer
+    body = sum(p.numel() for n, p in base.named_parameters() if "embed" not in n and "output_projection" not in n)
+    assert 44_000_000 < body < 45_000_000
+    _, big = resolve_config("transformer_big")
+    assert (big.embed_dim, big.ffn_dim, big.heads, big.dropout) == (1024, 4096, 16, 0.3)
+    _, wu = resolve_config("transformer_tiny")
+    assert (wu.embed_dim, wu.ffn_dim, wu.heads, wu.encoder_layers, wu.share_all_embeddings) == (128, 256, 4, 4, True)
+
+
+def _train(data_dir, save, *extra: str) -> None:  # noqa: ANN001
+    from click.testing import CliRunner
+
+    from nmtkit.cli.train import command as train
+
+    args = [str(data_dir), "--arch", "transformer_test", "--save-dir", str(save), "--batch-size", "4", "--max-epoch", "5",
+            "--warmup-updates", "5", "--lr", "0.003", "--label-smoothing", "0.1", "--dropout", "0.1",
+            "--attention-dropout", "0.1", "--no-progress", "--threads", "1", *extra]
+    res = CliRunner().invoke(train, args)
+    assert res.exit_code == 0, res.output
+
+
+def test_resume_is_bit_exact(data_dir, tmp_path) -> None:  # noqa: ANN001
+    """Stopping after 3 updates (mid-epoch, mid-warm-up) and resuming gives the weights, optimizer
+    state and lr of an uninterrupted run exactly (dropout's RNG state included)."""
+    from nmtkit.checkpoint import load_checkpoint
+
+    _train(data_dir, tmp_path / "straight")
+    _train(data_dir, tmp_path / "split", "--max-update", "3")
+    _train(data_dir, tmp_path / "split")
+    a = load_checkpoint(tmp_path / "straight" / "checkpoint_last.pt")
+    b = load_checkpoint(tmp_path / "split" / "checkpoint_last.pt")
+    assert a["train_state"]["state"]["update"] == b["train_state"]["state"]["update"] > 3
+    for key, value in a["model"].items():
+        assert torch.equal(value, b["model"][key]), key
+
+
+def _trained(data_dir, tmp_path):  # noqa: ANN001, ANN202
+    from nmtkit.generate.bundle import load_ensemble
+
+    _train(data_dir, tmp_path / "ck")
+    model, _ = load_ensemble([str(tmp_path / "ck" / "checkpoint_last.pt")], torch.device("cpu"))
+    return model.models[0].eval()
+
+
+def _teacher_forced_log_probs(model) -> torch.Tensor:  # noqa: ANN001
+    vocab = min(len(model.src_dict), len(model.tgt_dict))
+    src, lengths, prev, _ = batch(seed=3, vocab=vocab)
+    with torch.no_grad():
+        logits, _ = model(src, lengths, prev)
+    return torch.log_softmax(logits.float(), -1)
+
+
+def test_bf16_and_int8_stay_within_their_tolerances_of_float32(data_dir, tmp_path) -> None:  # noqa: ANN001
+    """Stated tolerances, on a model trained a few updates: bf16 autocast within 0.15 nats of
+    float32 in every log-probability, int8 (dynamic, torch's kernels) within 0.15 too, and the
+    argmax of at least 95 % of the positions unchanged."""
+    from nmtkit.generate.quantize import quantize_model
+    from nmtkit.utils.amp import cpu_has_native_bf16
+
+    model = _trained(data_dir, tmp_path)
+    ref = _teacher_forced_log_probs(model)
+    if cpu_has_native_bf16():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            bf16 = _teacher_forced_log_probs(model)
+        assert (bf16 - ref).abs().max() < 0.15
+        assert (bf16.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.95
+    int8 = _teacher_forced_log_probs(quantize_model(model))
+    assert (int8 - ref).abs().max() < 0.15
+    assert (int8.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.95
+
+
+@pytest.mark.parametrize("arch", ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"])
+def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(arch: str) -> None:
+    """encoder_self_attention: the encoder's input is [x_i; sum_j softmax(x_i.x_j) x_j]; the model
+    contract (incremental = teacher-forced, padding invariance) still holds."""
+    from nmtkit.models.encoders import soft_match
+
+    torch.manual_seed(0)
+    name, cfg = resolve_config(arch, {"encoder_self_attention": True, "source_reversal": True})
+    d = make_dict(36)
+    model = build_model(name, cfg, d, d).eval()
+    assert model.encoder.rnn.input_size == 2 * cfg.embed_dim
+    src, lengths, prev, _ = batch()
+    with torch.no_grad():
+        logits, _ = model(src, lengths, prev)
+        steps, _ = step_forward(model, src, lengths, prev)
+    torch.testing.assert_close(torch.log_softmax(logits, -1), steps, atol=1e-5, rtol=1e-5)
+    x = torch.randn(2, 4, 3)
+    mask = torch.tensor([[True] * 4, [True, True, False, False]])
+    want = torch.stack([torch.softmax(x[1, :2] @ x[1, i], 0) @ x[1, :2] for i in range(4)])
+    torch.testing.assert_close(soft_match(x, mask)[1], want)
+
+
+def test_the_alignment_layer_and_heads_can_be_chosen_at_load_time(tmp_path) -> None:  # noqa: ANN001
+    """fairseq's --alignment-layer/--alignment-heads: the bundle's Transformer reports the chosen
+    layer's heads; a bad choice and a model with one attention are one-line refusals."""
+    from nmtkit.generate.bundle import ModelBundle
+    from tests.helpers import make_checkpoint
+
+    ckpt = make_checkpoint(tmp_path / "t.pt", "transformer_test", seed=2, init="uniform", init_scale=0.5)
+    src = torch.tensor([[5, 6, 7, EOS_ID]])
+    prev = torch.tensor([[BOS_ID, 8, 9]])
+    attn = {}
+    for layer, heads in ((None, None), (1, None), (1, 1)):  # trained with the penultimate layer: 0 of 2
+        bundle = ModelBundle.load(str(ckpt), device="cpu", alignment_layer=layer, alignment_heads=heads)
+        model = bundle.model.members[0].eval()
+        with torch.no_grad():
+            attn[layer, heads] = model(src, torch.tensor([4]), prev)[1]
+    assert not torch.allclose(attn[None, None], attn[1, None])
+    assert not torch.allclose(attn[1, None], attn[1, 1])
+    with pytest.raises(NmtkitError, match=r"alignment_layer must be in \[-2, 1\]"):
+        ModelBundle.load(str(ckpt), device="cpu", alignment_layer=2)
+    luong = make_checkpoint(tmp_path / "l.pt", "luong_tiny", seed=2)
+    with pytest.raises(NmtkitError, match="luong has one attention to read"):
+        ModelBundle.load(str(luong), device="cpu", alignment_heads=1)
+
+
+def test_learned_positions_bound_the_search_instead_of_failing_mid_translation(tmp_path) -> None:  # noqa: ANN001
+    """With --learned-positions the search forces </s> where the table ends (max_positions - 1
+    output tokens), whatever --max-len-b asks, instead of stopping the run with an error."""
+    from nmtkit.generate.translator import Translator
+    from tests.helpers import make_checkpoint
+
+    for positions in (4, 6):
+        ckpt = make_checkpoint(tmp_path / f"lp{positions}.pt", "transformer_test", seed=1, learned_positions=True,
+                               max_positions=positions, init="uniform", init_scale=0.5)
+        translator = Translator.from_checkpoint(str(ckpt), beam=3, device="cpu", max_len_a=0, max_len_b=50)
+        out = translator.translate(["the cat sits .", "a dog sees the man ."])
+        assert len(out) == 2 and all(len(line.split()) <= positions - 1 for line in out), out

@@ -1,0 +1,262 @@
+"""The benchmark records and the code that writes and reads them (bench/): one line per run, no
+hand-written lines among the measurements, every record names a host, RESULTS.md is what the
+records generate and stays short; the host fingerprint, FLOP counts, peer checks and statistics."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import benchlib  # noqa: E402
+import flops  # noqa: E402
+import host  # noqa: E402
+import peers  # noqa: E402
+import records  # noqa: E402
+import report  # noqa: E402
+import stats  # noqa: E402
+
+
+def _records() -> list[dict]:
+    return records.read(records.RESULTS_JSONL)
+
+
+# -- results.jsonl -------------------------------------------------------------------------------
+def test_results_have_no_repeated_runs():
+    dropped = records.duplicates(_records())
+    assert not dropped, f"{len(dropped)} records repeat an earlier run: `python -m bench records --fix`"
+
+
+def test_results_have_no_hand_written_records_and_the_archive_marks_them():
+    assert not [r for r in _records() if records.hand_written(r)]
+    archived = records.read(records.ARCHIVE)
+    assert archived and all(r.get("hand_written") for r in archived)
+    assert {r["bench"] for r in archived} >= {"m30k_sweep", "ablation"}
+
+
+def test_every_record_names_a_host():
+    for r in _records():
+        assert records.host_label(r) != "unknown host (before fingerprints)", r
+
+
+def test_run_key_ignores_only_the_stamp():
+    a = {"bench": "aer", "system": "eflomal", "aer": 0.08, "date": "d1", "commit": "c1", "load": "x"}
+    b = {**a, "date": "d2", "commit": "c2", "load": "y", "host": {"id": "h"}}
+    assert records.run_key(a) == records.run_key(b)
+    assert records.run_key(a) != records.run_key({**a, "aer": 0.081})
+    kept, archived, dropped = records.split([a, b, {"bench": "m30k_sweep", "x": 1}])
+    assert kept == [a] and dropped == [b] and archived[0]["hand_written"]
+
+
+def test_append_jsonl_refuses_the_same_run_twice(tmp_path, monkeypatch):
+    monkeypatch.setattr(benchlib, "git_commit", lambda: "abc1234")
+    path = tmp_path / "r.jsonl"
+    h = {"id": "h1", "label": "test host"}
+    new = benchlib.append_jsonl([{"system": "s", "v": 1}], {"bench": "x", "host": h}, path=path, regenerate=False)
+    assert len(new) == 1
+    monkeypatch.setattr(benchlib, "git_commit", lambda: "def5678")  # re-stamped under a later commit
+    again = benchlib.append_jsonl([{"system": "s", "v": 1}, {"system": "s", "v": 2}], {"bench": "x", "host": h},
+                                  path=path, regenerate=False)
+    assert [r["v"] for r in again] == [2]
+    assert len(path.read_text().splitlines()) == 2
+
+
+# -- RESULTS.md ------------------------------------------------------------------------------------
+def test_results_md_is_generated_and_short():
+    text = report.render(_records(), host.read_hosts())
+    assert len(text.splitlines()) <= report.MAX_LINES
+    assert (BENCH / "RESULTS.md").read_text(encoding="utf-8") == text, "RESULTS.md is stale: `python -m bench report`"
+
+
+def test_every_table_has_a_host_column_and_uncommitted_is_never_hidden():
+    text = (BENCH / "RESULTS.md").read_text(encoding="utf-8")
+    headers = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line and line.split("|")[1].strip()
+               in ("what", "host")]
+    assert headers and all("host" in h for h in headers)
+    rec = {"bench": "score_memory", "commit": "abc (nmtkit/ has uncommitted changes)", "date": "2026-11-27 10:00 UTC",
+           "lines": 1, "maxrss_mb": 1.0, "wall_s": 1.0, "cpu": "AMD EPYC (family 26, model 2)"}
+    assert "uncommitted" in report.stamp(rec)
+    import glance
+
+    assert "uncommitted" in glance.stamp(rec)[1]
+
+
+# -- host -------------------------------------------------------------------------------------------
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 26
+model\t\t: 2
+model name\t: AMD EPYC
+stepping\t: 1
+flags\t\t: fpu sse avx2 fma avx512f avx512bw avx512_bf16 amx_tile
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+"""
+
+
+def test_fingerprint_reads_the_cpu_and_its_kernel_deciding_flags():
+    fp = host.fingerprint(None, CPUINFO)
+    assert (fp["vendor"], fp["family"], fp["model"], fp["stepping"]) == ("AuthenticAMD", 26, 2, 1)
+    assert fp["flags"] == ["avx2", "fma", "avx512f", "avx512bw", "avx512_bf16", "amx_tile"]
+    assert fp["label"] == "AMD EPYC (family 26, model 2: Zen 5)"
+    assert fp["torch"] and fp["blas"] and "id" in fp
+    assert host.fingerprint(None, CPUINFO.replace("cpu family\t: 26", "cpu family\t: 25"))["id"] != fp["id"]
+
+
+def test_labels_of_old_records():
+    assert host.label_of_record({"cpu": "AMD EPYC (family 25, model 17)"}) == "AMD EPYC (family 25, model 17)"
+    assert host.label_of_record({"host_derived": "AMD EPYC, 2 cores (derived: x)"}) == "AMD EPYC (family not recorded)"
+    assert host.label_of_record({"device": "NVIDIA H100 80GB HBM3 (device tool: 16 CPU cores)"}) == "NVIDIA H100 80GB HBM3"
+    assert host.label_of_record({}) == "unknown host (before fingerprints)"
+
+
+def test_probe_cache_is_per_host(tmp_path):
+    path = tmp_path / "hosts.jsonl"
+    fp = host.fingerprint(None, CPUINFO)
+    assert host.cached_peak(fp["id"], path) is None
+    host.record_probe(fp, {"fp32": {"gflops": 100.0}, "bf16": {"gflops": 300.0}}, path)
+    assert host.cached_peak(fp["id"], path)["fp32"]["gflops"] == 100.0
+    assert host.host_for_record(fp, path)["peak_gflops"] == {"fp32": 100.0, "bf16": 300.0}
+    assert host.cached_peak("other", path) is None
+
+
+def test_probe_runs_small():
+    got = host.probe(seconds=0.01, n=64)
+    assert got["fp32"]["gflops"] > 0 and got["threads"] == 1
+
+
+# -- FLOPs ------------------------------------------------------------------------------------------
+def test_flops_cover_every_architecture():
+    s, r, t = 13.0, 1.0, 14.0
+    from nmtkit.models import registry
+
+    archs = ["luong_small", "luong_m30k", "rnnsearch_small", "rnnencdec_small", "rnnencdec_50", "luong_wmt_en_de"]
+    archs += [a for a in registry.list_archs() if a.startswith("transformer")]  # the Transformer's presets, where registered
+    for arch in archs:
+        model, cfg = flops.arch_config(arch)
+        assert flops.model_macs(model, cfg, 10000, s, r, t) > 0
+    # the output layer dominates a small model: luong_small's forward MACs per token are within 10 % of
+    # a hand count (decoder 2 LSTM layers, attention, W_c, output layer, encoder)
+    model, cfg = flops.arch_config("luong_small")
+    h, e, v = 256, 256, 10000
+    hand = (4 * h * (e + h) + 4 * h * 2 * h) * r + h * h * r + (4 * h * (e + 2 * h) + 4 * h * 2 * h) + 2 * s * h + 2 * h * h + h * v
+    assert flops.model_macs(model, cfg, v, s, r, t) == pytest.approx(hand, rel=1e-9)
+
+
+def test_transformer_flops_standard_count():
+    cfg = {"embed_dim": 512, "ffn_dim": 2048, "heads": 8, "encoder_layers": 6, "decoder_layers": 6}
+    d, f, v = 512, 2048, 32000
+    # about 2 x the non-embedding parameters per token (Kaplan et al.) plus attention over lengths
+    params = 6 * (4 * d * d + 2 * d * f) + 6 * (8 * d * d + 2 * d * f)
+    macs = flops.transformer_macs(cfg, v, s=1.0, r=1.0, t=1.0)
+    assert macs == pytest.approx(params + d * v + 6 * 2 * d + 6 * (2 * d + 2 * d), rel=1e-9)
+    assert flops.transformer_macs({**cfg, "encoder_layers": 12}, v, 20, 1, 20) > flops.transformer_macs(cfg, v, 20, 1, 20)
+
+
+def test_share_of_peak():
+    fields = flops.speed_fields(5000, 5e6, {"fp32": 100.0, "bf16": 300.0}, "bf16")
+    assert fields["flops_per_tok"] == 30_000_000 and fields["achieved_gflops"] == 150.0
+    assert fields["peak_precision"] == "bf16" and fields["share_of_peak"] == 0.5
+    assert "share_of_peak" not in flops.speed_fields(5000, 5e6, None, "none")
+
+
+# -- peers ------------------------------------------------------------------------------------------
+def test_onmt_count_matches_what_opennmt_printed():
+    # shared/peers/README.md: OpenNMT-py's smoke model (emb 128, hidden 256, 2 layers, vocab ~195) has 2.40 M
+    assert peers.onmt_rnn_params(195, 195, 128, 256, 2, brnn=False) == 2_401_987
+
+
+def test_same_shape_pairs_and_the_refusal():
+    v = 8000
+    # luong_small against OpenNMT-py's unidirectional rnn: the same model, parameter for parameter
+    assert peers.nmtkit_params("luong_small", v, v) == peers.onmt_rnn_params(v, v, 256, 256, 2, brnn=False)
+    # luong_m30k's default bidirectional encoder (128 per direction) against OpenNMT-py's brnn 256 with shared
+    # embeddings: the same but for the bridge (OpenNMT-py's maps the per-direction states: 2 x (256^2 + 256)
+    # against nmtkit's 2 x (512 x 512 + 512))
+    onmt = peers.onmt_rnn_params(v, v, 256, 256, 2, brnn=True, bridge=True, share_embeddings=True, share_decoder_embeddings=True)
+    assert peers.nmtkit_params("luong_m30k", v, v) - onmt == 2 * (512 * 512 + 512) - 2 * (256 * 256 + 256)
+    no_bridge = peers.onmt_rnn_params(v, v, 256, 256, 2, brnn=True, bridge=False, share_embeddings=True,
+                                      share_decoder_embeddings=True)
+    assert onmt - no_bridge == 2 * (256 * 256 + 256)
+    # brnn with hidden_size 512 is not nmtkit's 256 per direction: its decoder is 512 wide
+    wide = peers.onmt_rnn_params(v, v, 256, 512, 2, brnn=True, bridge=True, share_embeddings=True, share_decoder_embeddings=True)
+    with pytest.raises(peers.CheckFailed):
+        peers.check_shape(peers.nmtkit_params("luong_m30k", v, v, encoder_hidden_size=256), wide, "same", "qph")
+    assert "closest" in peers.check_shape(100, 150, "closest", "x")
+
+
+def test_every_decoder_searches_alike():
+    import quality_per_hour as qph
+
+    peers.check_decoding({("nmtkit" if s.startswith("nmtkit") else s): qph.decoding(s, 5) for s in qph.SYSTEMS})
+    assert "--normalize" in [str(a) for a in qph.decoding("marian", 5)]
+    bad = {"marian": ["--beam-size", 5, "--normalize", 0, "--max-length-factor", 1.5]}
+    with pytest.raises(peers.CheckFailed):
+        peers.check_decoding(bad)
+
+
+def test_check_flags_against_help():
+    peers.check_flags(Path("tool"), ["--beam", 5, "--lenpen", 1.0, "-1"], help_text="usage: --beam N --lenpen X")
+    with pytest.raises(peers.CheckFailed):
+        peers.check_flags(Path("tool"), ["--beam", 5, "--normalise"], help_text="usage: --beam N")
+    with pytest.raises(peers.CheckFailed):  # a prefix of a listed flag is not the flag
+        peers.check_flags(Path("tool"), ["--max-len"], help_text="usage: --max-len-a A --max-len-b B")
+
+
+def test_onmt_count_of_the_quality_per_hour_config():
+    # OpenNMT-py 3.5.1 printed "* number of parameters: 4483368" for quality_per_hour's onmt_yaml
+    # (brnn 256, bridge, shared embeddings) at a 7,976-word shared vocabulary (a 2-step dry run)
+    assert peers.onmt_rnn_params(7976, 7976, 256, 256, 2, brnn=True, bridge=True, share_embeddings=True,
+                                 share_decoder_embeddings=True) == 4_483_368
+
+
+def test_every_setup_names_its_source():
+    for s in peers.SETUPS:
+        assert s.source and s.shape in ("same", "closest") and s.averaging and s.schedule
+
+
+# -- statistics -------------------------------------------------------------------------------------
+def test_mean_spread_and_paired_bootstrap():
+    assert stats.mean_spread([38.0, 39.0]) == {"n": 2, "mean": 38.5, "sd": 0.71, "min": 38.0, "max": 39.0}
+    refs = [f"a small cat number {i} sits on the mat ." for i in range(60)]
+    worse = [r if i % 2 else "a dog ." for i, r in enumerate(refs)]
+    out = stats.paired_bootstrap(worse, refs, refs, n_samples=100)
+    assert out["BLEU"]["delta"] > 0 and out["chrF"]["delta"] > 0 and out["BLEU"]["p"] < 0.05
+
+
+# -- the entry point ---------------------------------------------------------------------------------
+def test_every_suite_plans_and_record_refuses_a_dirty_tree(monkeypatch, capsys):
+    import importlib
+
+    sys.path.insert(0, str(BENCH.parent))
+    main = importlib.import_module("bench.__main__")
+    for suite in main.SUITES:
+        steps = main.plan(suite, None, ["--record"], [], smoke=False)
+        # every step records, except a step that only measures for a later one (the GPU machine's)
+        assert steps and all(("--record" in argv) != ((m, argv[0]) in main.NO_RECORD) for m, argv in steps)
+        assert steps[-1][1].count("--record") == 1
+    monkeypatch.setattr(benchlib, "uncommitted_changes", lambda: ["nmtkit/x.py"])
+    with pytest.raises(SystemExit, match="committed tree"):
+        main.refuse_record(smoke=False)
+    with pytest.raises(SystemExit, match="never records"):
+        main.refuse_record(smoke=True)
+
+
+def test_quality_per_hour_runs_and_the_same_tuning_grid_for_all(tmp_path):
+    import quality_per_hour as qph
+
+    assert qph.run_name("opennmt", 1) == "opennmt" and qph.run_name("opennmt", 2) == "opennmt.seed2"
+    assert [qph.system_of(r) for r in ("nmtkit-bf16", "nmtkit-bf16.seed2", "tune/fairseq.tune3")] == ["nmtkit-bf16"] * 2 + ["fairseq"]
+    assert qph.seed_of("marian.seed2") == 2 and qph.seed_of("marian") == 1
+    assert qph.hp_of_run(tmp_path, "tune/marian.tune1") == qph.TUNING_GRID[1]
+    assert qph.hp_of_run(tmp_path, "marian") == qph.DEFAULT_HP["marian"]  # not tuned: documented settings
+    (tmp_path / "tune").mkdir()
+    (tmp_path / "tune" / "marian.choice.json").write_text(json.dumps({"hp": {"dropout": 0.3, "lr": 0.002}}))
+    assert qph.hp_of_run(tmp_path, "marian.seed2") == {"dropout": 0.3, "lr": 0.002}
+    assert set(qph.DEFAULT_HP) == set(qph.SYSTEMS)
+    assert qph.usable_cores()

@@ -1,0 +1,1 @@
+"""Tests of nmtkit.sample: the sample corpus generator."""

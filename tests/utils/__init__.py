@@ -1,0 +1,1 @@
+"""Tests of nmtkit.utils: mixed precision, text I/O, the heap, start-up."""

@@ -12,7 +12,8 @@
   or, with ``learned_positions``, to a learned table of ``max_positions`` rows.
 * Dropout on the sum of embeddings and positions and on every sublayer's output before the
   residual (``dropout``, the paper's ``P_drop``), on attention weights (``attention_dropout``) and
-  after the feed-forward activation (``activation_dropout``).
+  after the feed-forward activation (``activation_dropout``); on CPU the masks come from
+  :mod:`nmtkit.models.dropout` (the same distribution, several times cheaper to draw).
 * Incremental decoding (:meth:`TransformerModel.decode_step`): the decoder state holds each
   layer's self-attention keys and values of the steps so far (``[N, heads, t, d_head]``, batch
   first, so beam search reorders it with ``index_select`` like any state); the encoder's keys
@@ -36,6 +37,7 @@ from torch.nn import functional as F
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.dropout import Dropout, dropout as fast_dropout
 from nmtkit.models.common import MAX_INIT_SCALE, MAX_MODEL_INT, lengths_to_mask, option, tie_embeddings
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
 from nmtkit.models.gemm import Linear
@@ -129,7 +131,7 @@ def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor],
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-    dropped = F.dropout(weights, dropout, training=training) if dropout > 0 else weights
+    dropped = fast_dropout(weights, dropout, training) if dropout > 0 else weights
     return torch.matmul(dropped, v), weights
 
 
@@ -180,7 +182,7 @@ class FeedForward(nn.Module):
         self.fc1 = Linear(dim, ffn_dim)
         self.fc2 = Linear(ffn_dim, dim)
         self.activation = F.relu if activation == "relu" else F.gelu
-        self.activation_dropout = nn.Dropout(activation_dropout)
+        self.activation_dropout = Dropout(activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.fc2(self.activation_dropout(self.activation(self.fc1(x))))
@@ -192,7 +194,7 @@ class Sublayer(nn.Module):
     def __init__(self, dim: int, dropout: float, normalize_before: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.normalize_before = normalize_before
 
     def inputs(self, x: Tensor) -> Tensor:
@@ -277,7 +279,7 @@ class TransformerModel(Seq2SeqModel):
             self.tgt_positions: Optional[nn.Embedding] = nn.Embedding(cfg.max_positions, d)
         else:
             self.src_positions = self.tgt_positions = None
-        self.embed_dropout = nn.Dropout(cfg.dropout)
+        self.embed_dropout = Dropout(cfg.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         self.encoder_norm = nn.LayerNorm(d) if cfg.normalize_before else None

@@ -41,6 +41,9 @@ SUITES: dict[str, dict] = {
         ("train_speed", ["--peer", "opennmt", "--arch", "luong_small", "--amp", "bf16", "--threads", "2"]),
         ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "none", "--threads", "2", "--max-update", "250"]),
         ("train_speed", ["--peer", "marian", "--arch", "rnnsearch_small", "--amp", "bf16", "--threads", "2", "--max-update", "250"]),
+        # the Transformer against fairseq's at Wu et al.'s tiny shape, 4096-token batches
+        *[("train_speed", ["--peer", "fairseq", "--arch", "transformer_tiny", "--max-tokens", "4096", "--amp", amp,
+                           "--threads", threads, "--max-update", "250"]) for threads in ("1", "2") for amp in ("none", "bf16")],
     ]},
     "quality-per-hour": {"work": "/root/qph", "steps": [
         # the same tuning budget on valid for every system (4 variants x 15 min each), then 2 seeds x 1 h each
@@ -49,6 +52,15 @@ SUITES: dict[str, dict] = {
         ("quality_per_hour", ["--systems", "nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "--seeds", "1", "2",
                               "--hours", "1"]),
         ("quality_per_hour", ["--phase", "report"]),
+    ]},
+    # the Transformer pair (nmtkit transformer_tiny, fairseq's at the same shape), each with its recipe, 2 seeds x 1 h
+    "transformer-per-hour": {"work": "/root/qph-transformer", "steps": [
+        ("quality_per_hour", ["--systems", "nmtkit-transformer", "fairseq-transformer", "--seeds", "1", "2", "--hours", "1"]),
+        ("quality_per_hour", ["--phase", "report"]),
+    ]},
+    # their translation speed: nmtkit's paths, fairseq-interactive and CTranslate2 on the fairseq model
+    "transformer-translate-speed": {"work": "/root/qph-transformer", "needs": "transformer-per-hour", "steps": [
+        ("translate_speed", ["--nmtkit-run", "nmtkit-transformer", "--threads", "1", "--repeat", "3"]),
     ]},
     "translate-speed": {"work": "/root/qph", "needs": "quality-per-hour", "steps": [
         ("shortlist_valid", []),

@@ -36,6 +36,7 @@ BEAM, LENPEN, MAX_LEN_A, MAX_LEN_B = 5, 1.0, 1.5, 10
 DECODE_FLAGS = {
     "nmtkit": ["--beam", BEAM, "--lenpen", LENPEN, "--lenpen-form", "fairseq", "--max-len-a", MAX_LEN_A, "--max-len-b", MAX_LEN_B],
     "fairseq": ["--beam", BEAM, "--lenpen", LENPEN, "--max-len-a", MAX_LEN_A, "--max-len-b", MAX_LEN_B],
+    "ctranslate2": ["--beam", BEAM, "--lenpen", LENPEN, "--max-len-a", MAX_LEN_A, "--max-len-b", MAX_LEN_B],
     "opennmt": ["-beam_size", BEAM, "-length_penalty", "avg", "-alpha", LENPEN, "-max_length_ratio", MAX_LEN_A],
     "marian": ["--beam-size", BEAM, "--normalize", LENPEN, "--max-length-factor", MAX_LEN_A],
 }
@@ -44,6 +45,7 @@ DECODE_FLAGS = {
 DECODE_MEANING = {
     "nmtkit": ("--beam", "--lenpen", "--max-len-a"),
     "fairseq": ("--beam", "--lenpen", "--max-len-a"),
+    "ctranslate2": ("--beam", "--lenpen", "--max-len-a"),
     "opennmt": ("-beam_size", "-alpha", "-max_length_ratio"),
     "marian": ("--beam-size", "--normalize", "--max-length-factor"),
 }
@@ -91,6 +93,20 @@ SETUPS = [
           "fairseq 0.12.2 docs 'Command-line Tools' (fairseq-train: --store-ema, --ema-decay) and "
           "fairseq/models/lstm.py's lstm_wiseman_iwslt_de_en (the recurrent recipe of the IWSLT example)",
           "--store-ema --ema-decay 0.999", "reduce_lr_on_plateau, --lr-shrink 0.5"),
+    Setup("fairseq", "train-speed", "same",
+          "--arch transformer with nmtkit's preset shape (layers, --encoder/--decoder-embed-dim, ffn-embed-dim, "
+          "attention-heads), post-norm, sinusoidal positions, --share-all-embeddings, the preset's dropout, "
+          "Adam (0.9, 0.98) with inverse_sqrt warm-up, no clipping, --max-tokens as nmtkit's (the same padded "
+          "n x max(source, target) budget), cross entropy, float32 (fairseq's --bf16 is not a CPU path)",
+          "fairseq 0.12.2 docs 'Command-line Tools' and examples/translation/README.md (the IWSLT'14 "
+          "transformer recipe: Adam 0.9/0.98, inverse_sqrt, --max-tokens 4096); Wu et al. (2021)'s tiny shape",
+          "none (a speed run)", "inverse_sqrt"),
+    Setup("fairseq-transformer", "quality-per-hour", "same",
+          "--arch transformer at transformer_tiny's shape (4+4 layers, 128/256, 4 heads), --share-all-embeddings, "
+          "dropout 0.3, Adam (0.9, 0.98) lr 0.005, inverse_sqrt after 2000 warm-up updates (init lr 1e-7), "
+          "label smoothing 0.1, --max-tokens 4096, --max-update 8000",
+          "Wu et al. (2021) 'Good for Misconceived Reasons' (github LividWo/Revisit-MMT): their fairseq recipe "
+          "for the Multi30k transformer tiny", "none (their recipe has no averaging in training)", "inverse_sqrt"),
     Setup("marian", "quality-per-hour", "closest",
           "--type s2s (biGRU, conditional GRU), --dim-emb 256 --dim-rnn 256, --tied-embeddings-all, "
           "--layer-normalization, --dropout-rnn 0.2 --dropout-src 0.1 --dropout-trg 0.1, --label-smoothing 0.1, "
@@ -157,6 +173,36 @@ def fairseq_lstm_params(v: int, emb: int, enc_hidden: int, dec_hidden: int, laye
     out = 0 if share_all else out_embed * v
     embs = v * emb if share_all else 2 * v * emb
     return embs + enc + dec + proj + att + fc + out
+
+
+def fairseq_transformer_params(v: int, d: int, ffn: int, enc_layers: int, dec_layers: int, share_all: bool = True,
+                                normalize_before: bool = False) -> int:
+    """fairseq 0.12.2 ``transformer``: per layer, attention blocks of four d x d maps with biases,
+    LayerNorms (2 per encoder layer, 3 per decoder layer) and the feed-forward pair; sinusoidal
+    positions (no parameters); a final LayerNorm per stack only with pre-norm; the output layer
+    tied to the one embedding matrix with ``--share-all-embeddings``."""
+    attn = 4 * (d * d + d)
+    ffn_p = d * ffn + ffn + ffn * d + d
+    enc = enc_layers * (attn + ffn_p + 2 * 2 * d)
+    dec = dec_layers * (2 * attn + ffn_p + 3 * 2 * d)
+    final = 2 * 2 * d if normalize_before else 0
+    embs = v * d if share_all else 3 * v * d
+    return embs + enc + dec + final
+
+
+def fairseq_unused_encoder_copies(d: int, ffn: int, enc_layers: int) -> int:
+    """Parameters fairseq 0.12.2 counts in its log but never trains: each encoder layer keeps fused
+    copies of its attention and feed-forward weights for the BetterTransformer inference path
+    (``in_proj_weight``, ``out_proj_weight``, ``fc1_weight``, ``fc2_weight`` and biases, in
+    fairseq/modules/transformer_layer.py); they get no gradient, and Adam skips them."""
+    return enc_layers * (3 * d * d + 3 * d + d * d + d + d * ffn + ffn + ffn * d + d)
+
+
+def fairseq_dict_size(dict_txt: Path, padding_factor: int = 8) -> int:
+    """The vocabulary fairseq builds from a ``dict.*.txt``: its 4 specials and the listed words,
+    padded to a multiple of ``padding_factor`` (fairseq-preprocess's default 8)."""
+    n = 4 + sum(1 for line in dict_txt.read_text(encoding="utf-8").splitlines() if line.strip())
+    return -(-n // padding_factor) * padding_factor
 
 
 def nmtkit_params(arch: str, src_vocab: int, tgt_vocab: int, **overrides: object) -> int:

@@ -33,6 +33,18 @@ Systems (``--systems``, any subset, run side by side, one core each, pinned with
 * ``fairseq``: fairseq 0.12.2 ``lstm`` at the same shape (bidirectional 2-layer encoder, 2x256
   decoder, shared embeddings, dropout 0.3, Adam 2e-3 with reduce-on-plateau, label smoothing 0.1).
 
+The Transformers, a pair of their own (run them in a WORK of their own, so the report pairs them):
+
+* ``nmtkit-transformer``: ``transformer_tiny`` (Wu et al. 2021's Multi30k shape: 4+4 layers, d 128,
+  d_ff 256, 4 heads, all embeddings tied, dropout 0.3) with the recipe of examples/multi30k
+  (``ARCH=transformer_tiny``): Adam (0.9, 0.98) lr 0.005, inverse square root after 2,000 warm-up
+  updates, ``--max-tokens 4096``, label smoothing 0.1, at most 8,000 updates, bf16 autocast (the
+  recipe's ``--amp auto`` on a CPU with native bf16);
+* ``fairseq-transformer``: fairseq 0.12.2 ``--arch transformer`` at the same shape (the same
+  parameter count, checked) with Wu et al.'s own fairseq recipe (the same optimiser and schedule,
+  ``--warmup-init-lr 1e-7``, ``--clip-norm 0``, ``--patience 10`` on the valid loss), float32
+  (fairseq's bf16 is not a CPU path).
+
 All train on the same BPE pieces (the recipe's Moses tokens and joint BPE, 8,000 merges, exported
 from nmtkit's data directory), 64 sentences per batch, and save a checkpoint about once per epoch
 (every ``ceil(pairs / 64)`` updates where a toolkit counts updates).  Training stops after
@@ -79,9 +91,12 @@ from typing import Optional
 
 import benchlib as bl
 
-SYSTEMS = ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq")
+SYSTEMS = ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "nmtkit-transformer", "fairseq-transformer")
+#: The Transformer pair's preset and batches (the recipe of examples/multi30k and Wu et al.'s).
+TRANSFORMER_ARCH, TRANSFORMER_TOKENS, TRANSFORMER_UPDATES = "transformer_tiny", 4096, 8000
 BATCH = 64
 PICTURE = bl.REPO / "bench" / "quality_per_hour.png"
+PICTURE_TRANSFORMER = bl.REPO / "bench" / "quality_per_hour_transformer.png"  # a WORK of the Transformer pair
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -102,6 +117,11 @@ def prepare(args: argparse.Namespace, work: Path) -> tuple[Path, Path]:
         if got != want:
             sys.exit(f"{txt / f'{split}.en'}: {got} lines, the raw file has {want}")
     return dest, txt
+
+
+def toolkit(system: str) -> str:
+    """The toolkit a system runs (its decoder flags, its checkpoint layout): nmtkit, fairseq, opennmt, marian."""
+    return system.split("-")[0]
 
 
 def run_name(system: str, seed: int) -> str:
@@ -232,7 +252,8 @@ save_model: {out}/model
 #: Each system's documented dropout and learning rate (module docstring), the starting point of tuning.
 DEFAULT_HP = {"nmtkit-fp32": {"dropout": 0.2, "lr": 0.002}, "nmtkit-bf16": {"dropout": 0.2, "lr": 0.002},
               "opennmt": {"dropout": 0.3, "lr": 0.002}, "marian": {"dropout": 0.2, "lr": 0.001},
-              "fairseq": {"dropout": 0.3, "lr": 0.002}}
+              "fairseq": {"dropout": 0.3, "lr": 0.002},
+              "nmtkit-transformer": {"dropout": 0.3, "lr": 0.005}, "fairseq-transformer": {"dropout": 0.3, "lr": 0.005}}
 
 #: The tuning grid, the same for every system (the same budget on valid): ``--phase tune`` trains
 #: each variant for ``--tune-hours`` and keeps the best greedy valid BLEU (``tuned_hp``).
@@ -255,6 +276,21 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
     per_epoch = updates_per_epoch(txt)
     hp = {**DEFAULT_HP[system], **(hp or {})}
     dropout, lr = hp["dropout"], hp["lr"]
+    if system == "nmtkit-transformer":
+        return [["nmtkit-train", dest, "--arch", TRANSFORMER_ARCH, "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
+                 "--amp", "bf16", "--max-tokens", TRANSFORMER_TOKENS, "--label-smoothing", "0.1", "--max-update", TRANSFORMER_UPDATES,
+                 "--max-epoch", "1000", "--dropout", dropout, "--lr", lr, "--stop-time-hours", args.hours]], {}, False
+    if system == "fairseq-transformer":
+        return [fairseq_preprocess(args, txt, w),
+                [peer_bin(args, "fairseq", "fairseq-train"), w / "bin", "--cpu", "--seed", seed, "--arch", "transformer",
+                 "--encoder-layers", 4, "--decoder-layers", 4, "--encoder-embed-dim", 128, "--decoder-embed-dim", 128,
+                 "--encoder-ffn-embed-dim", 256, "--decoder-ffn-embed-dim", 256, "--encoder-attention-heads", 4,
+                 "--decoder-attention-heads", 4, "--share-all-embeddings", "--dropout", dropout, "--optimizer", "adam",
+                 "--adam-betas", "(0.9, 0.98)", "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "inverse_sqrt",
+                 "--warmup-updates", 2000, "--warmup-init-lr", "1e-07", "--criterion", "label_smoothed_cross_entropy",
+                 "--label-smoothing", "0.1", "--max-tokens", TRANSFORMER_TOKENS, "--max-update", TRANSFORMER_UPDATES,
+                 "--patience", 10, "--stop-time-hours", args.hours, "--save-dir", w / "ckpt", "--log-format", "simple",
+                 "--log-interval", "100", "--num-workers", "0"]], bl.ONMT_ENV, False
     if system.startswith("nmtkit"):
         amp = "bf16" if system.endswith("bf16") else "none"
         return [["nmtkit-train", dest, "--arch", "luong_m30k", "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
@@ -276,8 +312,7 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
                  "--model", w / "ckpt" / "model.npz", "--seed", seed, "--sigterm", "save-and-exit", "--log", w / "marian_train.log"]], {}, True
     if system == "fairseq":
         fs = "fairseq"
-        return [[peer_bin(args, fs, "fairseq-preprocess"), "--source-lang", "en", "--target-lang", "de", "--trainpref", txt / "train",
-                 "--validpref", txt / "valid", "--destdir", w / "bin", "--joined-dictionary", "--workers", "1"],
+        return [fairseq_preprocess(args, txt, w),
                 [peer_bin(args, fs, "fairseq-train"), w / "bin", "--cpu", "--seed", seed, "--arch", "lstm", "--encoder-layers", "2",
                  "--decoder-layers", "2", "--encoder-bidirectional", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
                  "--encoder-hidden-size", "256", "--decoder-hidden-size", "256", "--decoder-out-embed-dim", "256",
@@ -288,6 +323,12 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
                  "--stop-time-hours", args.hours, "--save-dir", w / "ckpt", "--log-format", "simple", "--log-interval", "100",
                  "--num-workers", "0"]], bl.ONMT_ENV, False
     raise ValueError(system)
+
+
+def fairseq_preprocess(args: argparse.Namespace, txt: Path, w: Path) -> list:
+    """fairseq's binarisation of the shared BPE pieces, one joined dictionary (not timed)."""
+    return [peer_bin(args, "fairseq", "fairseq-preprocess"), "--source-lang", "en", "--target-lang", "de", "--trainpref",
+            txt / "train", "--validpref", txt / "valid", "--destdir", w / "bin", "--joined-dictionary", "--workers", "1"]
 
 
 def train_one(args: argparse.Namespace, run: str, core: int, dest: Path, txt: Path, work: Path) -> dict:
@@ -354,7 +395,7 @@ def fairseq_ema_weights(args: argparse.Namespace, ckpt: Path) -> Path:
 def checkpoints(system: str, w: Path) -> list[tuple[str, Path]]:
     """Every saved checkpoint of a run, oldest first (label, path)."""
     ck = w / "ckpt"
-    if system.startswith("nmtkit") or system == "fairseq":
+    if toolkit(system) in ("nmtkit", "fairseq"):
         found = [(p.stem.removeprefix("checkpoint"), p) for p in ck.glob("checkpoint[0-9]*.pt")]
         found.sort(key=lambda t: int(t[0]))
         last = ck / "checkpoint_last.pt"
@@ -380,10 +421,25 @@ def decoding(system: str, beam: int) -> list:
     normalisation, ``--normalize 0``, which the records before 2026-11-27 decoded with)."""
     import peers
 
-    flags = list(peers.DECODE_FLAGS["nmtkit" if system.startswith("nmtkit") else system])
-    beam_flag = peers.DECODE_MEANING["nmtkit" if system.startswith("nmtkit") else system][0]
+    flags = list(peers.DECODE_FLAGS[toolkit(system)])
+    beam_flag = peers.DECODE_MEANING[toolkit(system)][0]
     flags[flags.index(beam_flag) + 1] = beam
     return flags
+
+
+#: fairseq-interactive with the encoder layer fairseq trains with.  fairseq 0.12.2 sends a loaded
+#: Transformer encoder through torch's BetterTransformer kernel (``torch._transformer_encoder_layer_fwd``,
+#: fairseq/modules/transformer_layer.py and models/transformer/transformer_encoder.py: any layer
+#: whose weights came from a state dict, ``load_to_BT``) on any torch >= 1.12, without the mask type
+#: that torch 2.x wants, and the first padded batch fails ("Mask Type should be defined").  This
+#: leaves ``load_to_BT`` off after loading, so the encoder runs the layers it trained with; nothing
+#: else changes.
+FAIRSEQ_INTERACTIVE_STANDARD_ENCODER = (
+    "import sys\nfrom fairseq.modules import transformer_layer as tl\n"
+    "load = tl.TransformerEncoderLayerBase._load_from_state_dict\n"
+    "def standard(self, *a, **k):\n    load(self, *a, **k)\n    self.load_to_BT = False\n"
+    "tl.TransformerEncoderLayerBase._load_from_state_dict = standard\n"
+    "from fairseq_cli.interactive import cli_main\nsys.argv[0] = 'fairseq-interactive'\ncli_main()\n")
 
 
 def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam: int, threads: int = 1,
@@ -393,7 +449,7 @@ def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam:
     ``-output /dev/stdout`` would truncate a redirected stdout under its own timing line."""
     env = bl.thread_env(threads)
     norm = decoding(system, beam)  # the same beam, length normalisation and length bound for all (bench/peers.py)
-    if system.startswith("nmtkit"):
+    if toolkit(system) == "nmtkit":
         return [bl.nmtkit_bin("nmtkit-translate"), "--path", ckpt, *norm, "--batch-size", BATCH, "--threads", threads,
                 "--device", "cpu", *extra], env, False
     if system == "opennmt":
@@ -403,8 +459,13 @@ def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam:
         vocab = w / "vocab.yml"
         return [peer_bin(args, "marian", "pymarian"), "decode", "-m", ckpt, "-v", vocab, vocab, "--cpu-threads", threads,
                 *norm, "--mini-batch", BATCH, "--maxi-batch", 100, "--maxi-batch-sort", "src", "--quiet", *extra], env, True
-    if system == "fairseq":
-        cmd = [peer_bin(args, "fairseq", "fairseq-interactive"), w / "bin", "--path", ckpt, "--source-lang", "en",
+    if toolkit(system) == "ctranslate2":  # a model ct2-fairseq-converter made (bench/translate_speed.py)
+        return [peer_bin(args, "fairseq", "python"), bl.REPO / "bench" / "ct2_translate.py", ckpt, *norm, "--batch-size", BATCH,
+                "--threads", threads, *extra], env, True
+    if toolkit(system) == "fairseq":
+        interactive = ([peer_bin(args, "fairseq", "python"), "-c", FAIRSEQ_INTERACTIVE_STANDARD_ENCODER] if "transformer" in system
+                       else [peer_bin(args, "fairseq", "fairseq-interactive")])
+        cmd = [*interactive, w / "bin", "--path", ckpt, "--source-lang", "en",
                "--target-lang", "de", "--cpu", *norm, "--batch-size", BATCH, "--buffer-size", 2000, *extra]
         return cmd, {**env, **bl.ONMT_ENV}, True
     raise ValueError(system)
@@ -422,13 +483,13 @@ def translate(args: argparse.Namespace, system: str, ckpt: Path, source: dict[bo
     from translate import fairseq_hyps, unbpe_detok
 
     raw_out = out.with_suffix(".raw")
-    src = source[not system.startswith("nmtkit")]  # the peers read and write BPE pieces
+    src = source[toolkit(system) != "nmtkit"]  # the peers read and write BPE pieces
     cmd, env, pieces = decode_cmd(args, system, ckpt, w, beam, threads, extra, files=(src, raw_out))
     pin = ["taskset", "-c", str(core)] if core is not None else []
     to_file = system == "opennmt"  # writes raw_out itself
     run = bl.run_cmd(pin + cmd, out.with_suffix(".log"), stdin=None if to_file else src, stdout=None if to_file else raw_out,
                      env=env, quiet=True)
-    if system == "fairseq":
+    if toolkit(system) == "fairseq":
         fairseq_hyps(raw_out, raw_out)
     if pieces:
         unbpe_detok(raw_out, out, "de")
@@ -579,7 +640,8 @@ def report(args: argparse.Namespace, work: Path) -> None:
     if not results:
         sys.exit(f"nothing evaluated in {work} yet")
     recorded = recorded_curves({r["system"] for r in results}, args.recorded_since)
-    picture = work / PICTURE.name  # the repository's copy is replaced only when recording
+    repo_picture = PICTURE_TRANSFORMER if all("transformer" in r["system"] for r in results) else PICTURE
+    picture = work / repo_picture.name  # the repository's copy is replaced only when recording
     plot(results, recorded, picture)
     spread, sig = summary(results, Path(f"{bl.raw_prefix(args.data, 'test')}.de"), args.bootstrap_samples)
     for r, run in zip(results, runs):
@@ -601,7 +663,7 @@ def report(args: argparse.Namespace, work: Path) -> None:
                          "checkpoints", "train wall (min)", "commit", "trained beside"], rows)
             + "\n\nMean ± sample standard deviation over seeds:\n\n"
             + bl.md_table(["system", "seeds", "BLEU", "chrF"], mean_rows) + "\n" + sig_text
-            + f"\n![BLEU against wall time]({PICTURE.name})\n\n"
+            + f"\n![BLEU against wall time]({repo_picture.name})\n\n"
             + (f"Dashed in the picture, from records written on or after {args.recorded_since} (not re-run here): "
                + ", ".join(f"{r['system']} {r['bleu']:.2f} ({r['date']} @ {r['commit']})" for r in recorded) + ".\n\n"
                if recorded else "")
@@ -621,9 +683,9 @@ def report(args: argparse.Namespace, work: Path) -> None:
     print(body)
     if not args.record:
         return
-    shutil.copyfile(picture, PICTURE)
+    shutil.copyfile(picture, repo_picture)
     cmds = [c for r in results for c in r["cmds"]]
-    bl.append_results(bl.section("Quality per CPU-hour, Multi30k en-de", bl.machine_info(), results[0].get("load_before", ""),
+    bl.append_results(bl.section("Quality per CPU-hour, Multi30k en-de" + (" (Transformers)" if repo_picture == PICTURE_TRANSFORMER else ""), bl.machine_info(), results[0].get("load_before", ""),
                                  results[-1].get("load_after", ""), "nmtkit " + results[0]["commit"], body, cmds))
     recs = [{"bench": "quality_per_hour", "system": r["system"], "seed": r.get("seed", 1), "bleu": r["test"]["bleu"],
              "chrf": r["test"]["chrf"], "train_wall_s": round(r["train_wall_s"], 1),
@@ -677,15 +739,18 @@ def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: P
     counts = {"opennmt": peers.onmt_rnn_params(v, v, 256, 256, 2, True, bridge=True, share_embeddings=True,
                                                 share_decoder_embeddings=True),
               "fairseq": peers.fairseq_lstm_params(v, 256, 256, 256, 2, True, 256)}
+    counts["fairseq-transformer"] = peers.fairseq_transformer_params(v, 128, 256, 4, 4)
+    tiny = peers.nmtkit_params(TRANSFORMER_ARCH, v, v)
     for s in systems:
         if s in counts:
-            print(peers.check_shape(nmtkit, counts[s], peers.setup(s, "quality-per-hour").shape, f"quality per hour, {s}"))
+            ours = tiny if s == "fairseq-transformer" else nmtkit
+            print(peers.check_shape(ours, counts[s], peers.setup(s, "quality-per-hour").shape, f"quality per hour, {s}"))
     if "opennmt" in systems:  # the nearest shape OpenNMT-py can build: nmtkit's own default luong_m30k but for the bridge
         print(peers.check_shape(default, counts["opennmt"], "closest", "luong_m30k (128 per direction) against OpenNMT-py brnn 256"))
-    peers.check_decoding({("nmtkit" if s.startswith("nmtkit") else s): decoding(s, 5) for s in systems})
+    peers.check_decoding({toolkit(s): decoding(s, 5) for s in systems})
     # every flag of every set-up exists in the installed peer (a renamed option fails here, not in an hour)
     for s in systems:
-        if s.startswith("nmtkit"):
+        if toolkit(s) == "nmtkit":
             continue
         cmds, _, _ = train_plan(args, s, dest, txt, dest.parent / "_check" / s)
         train = cmds[-1]
@@ -697,7 +762,7 @@ def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: P
         elif s == "marian":
             peers.check_flags(train[0], train[1:])
             peers.check_flags(train[0], decoding(s, 5), help_args=("decode", "--help"))
-        elif s == "fairseq":
+        elif toolkit(s) == "fairseq":
             python = peer_bin(args, "fairseq", "python")
             peers.check_fairseq_args(python, train[1:], "training")
             peers.check_fairseq_args(python, [dest.parent / "_check" / s / "bin", "--path", "x.pt", *decoding(s, 5)],

@@ -15,6 +15,13 @@ Adam 1e-3, for the same number of updates.  Its decoder is a conditional GRU (tw
 around the attention) and its deep output is 256 wide where rnnsearch has a 256x2 maxout, so the
 report states both models' training FLOPs per target token (bench/flops.py) beside the ratio.
 
+``--peer fairseq --arch transformer_tiny`` (any Transformer preset): fairseq 0.12.2 ``--arch
+transformer`` built to the preset's shape (bench/peers.py checks the parameter count against
+nmtkit's before anything runs; equal to the parameter), on the same BPE pieces, ``--max-tokens``
+batches of the same padded budget, Adam with the preset's warm-up, float32.  Its figures come from
+its own ``train_inner`` log lines (target tokens per batch ``wpb`` and per second ``wps`` of each
+50-update window).
+
 Reported per toolkit: target tokens/s over the training loop (start-up excluded), the same
 after the first 50 updates (steady state, data-loader warm-up excluded), whole-command wall
 and CPU time, peak RSS.  Target tokens include </s> for both toolkits.
@@ -114,6 +121,93 @@ def marian_cmd(peers: Path, txt: Path, out: Path, threads: int, updates: int, ba
             "--no-reload", "--save-freq", "1000000u", "--valid-freq", "1000000u"]
 
 
+_FAIRSEQ_WINDOW = re.compile(r"\| train_inner \| (\{.*\})")
+_FAIRSEQ_PARAMS = re.compile(r"num\. (?:shared )?model params: ([\d,]+)")
+
+
+def fairseq_loop_stats(log_text: str) -> dict:
+    """fairseq's ``train_inner`` JSON lines (one per ``--log-interval`` updates: target tokens per
+    batch ``wpb``, target tokens per second ``wps`` of that window) -> the same figures as the
+    others; a window's time is its tokens over its rate (fairseq rounds its ``wall`` to seconds)."""
+    w = [json.loads(m) for m in _FAIRSEQ_WINDOW.findall(log_text)]
+    if not w:
+        raise SystemExit("no train_inner lines in fairseq's log")
+    ups = [int(x["num_updates"]) for x in w]
+    toks = [float(x["wpb"]) * (u - p) for x, u, p in zip(w, ups, [0, *ups[:-1]])]
+    secs = [t / float(x["wps"]) for t, x in zip(toks, w)]
+    params = _FAIRSEQ_PARAMS.search(log_text)
+    return {
+        "params": int(params.group(1).replace(",", "")) if params else None,
+        "measured_updates": ups[-1],
+        "loop_tokens": sum(toks),
+        "loop_s": sum(secs),
+        "loop_tok_s": sum(toks) / sum(secs),
+        "steady_tok_s": sum(toks[1:]) / sum(secs[1:]) if len(w) > 1 else float("nan"),
+    }
+
+
+def fairseq_cmds(peers: Path, txt: Path, out: Path, arch: str, updates: int, max_tokens: int | None,
+                 batch_size: int) -> tuple[list, list]:
+    """fairseq-preprocess of the BPE pieces, then fairseq-train of ``arch``'s Transformer shape
+    (see the module docstring)."""
+    import flops
+    from nmtkit.models import registry
+
+    model, c = flops.arch_config(arch)
+    if model != "transformer":
+        raise SystemExit(f"--peer fairseq times Transformer presets; {arch} is a {model} model")
+    warmup = registry.train_defaults(arch).get("warmup_updates", 4000)
+    fs = peers / "fairseq" / "bin"
+    pre = [fs / "fairseq-preprocess", "--source-lang", "en", "--target-lang", "de", "--trainpref", txt / "train",
+           "--validpref", txt / "valid", "--destdir", out / "bin", "--joined-dictionary", "--workers", "1"]
+    shape = ["--encoder-layers", c["encoder_layers"], "--decoder-layers", c["decoder_layers"],
+             "--encoder-embed-dim", c["embed_dim"], "--decoder-embed-dim", c["embed_dim"],
+             "--encoder-ffn-embed-dim", c["ffn_dim"], "--decoder-ffn-embed-dim", c["ffn_dim"],
+             "--encoder-attention-heads", c["heads"], "--decoder-attention-heads", c["heads"],
+             "--dropout", c["dropout"], "--attention-dropout", c["attention_dropout"],
+             "--activation-dropout", c["activation_dropout"], "--activation-fn", c["activation"]]
+    if c["share_all_embeddings"]:
+        shape.append("--share-all-embeddings")
+    elif c["share_decoder_input_output_embed"]:
+        shape.append("--share-decoder-input-output-embed")
+    if c["normalize_before"]:
+        shape += ["--encoder-normalize-before", "--decoder-normalize-before"]
+    if c["learned_positions"]:
+        shape += ["--encoder-learned-pos", "--decoder-learned-pos"]
+    batch = ["--max-tokens", max_tokens] if max_tokens else ["--batch-size", batch_size]
+    train = [fs / "fairseq-train", out / "bin", "--cpu", "--arch", "transformer", *shape, "--optimizer", "adam",
+             "--adam-betas", "(0.9, 0.98)", "--lr", "0.001", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", warmup,
+             "--criterion", "cross_entropy", *batch, "--max-update", updates, "--max-epoch", "1", "--disable-validation",
+             "--no-save", "--log-format", "json", "--log-interval", "50", "--seed", "1"]
+    return pre, train
+
+
+def fairseq_pre_check(arch: str, out: Path) -> str:
+    """fairseq's parameter count from its layer layout and its own dictionary (bench/peers.py)
+    against nmtkit's at the same vocabulary: the same model within 1 %."""
+    import flops
+    import peers
+
+    _, c = flops.arch_config(arch)
+    v = peers.fairseq_dict_size(out / "bin" / "dict.de.txt")
+    theirs = peers.fairseq_transformer_params(v, c["embed_dim"], c["ffn_dim"], c["encoder_layers"], c["decoder_layers"],
+                                              c["share_all_embeddings"], c["normalize_before"])
+    return peers.check_shape(peers.nmtkit_params(arch, v, v), theirs, "same", f"{arch} against fairseq transformer (layer layout, "
+                             f"fairseq's vocabulary {v:,})")
+
+
+def joined_destdir(work: Path, txt: Path) -> Path:
+    """An nmtkit data directory of the same BPE pieces with one joined dictionary (a model with
+    all embeddings shared needs one; fairseq's peer builds its own joined one the same way),
+    binarized once per work folder (not timed)."""
+    dest = Path(work) / "multi30k.en-de.bpe10k.joined"
+    if not (dest / "meta.json").is_file():
+        bl.run_cmd(["nmtkit-preprocess", "-s", "en", "-t", "de", "--trainpref", txt / "train", "--validpref", txt / "valid",
+                    "--destdir", dest, "--tokenizer", "none", "--bpe", "none", "--joined-dictionary", "--workers", "1"],
+                   Path(work) / "joined_preprocess.log")
+    return dest
+
+
 def flops_line(dest: Path, txt: Path, marian_out: Path) -> str:
     """Training FLOPs per target token of rnnsearch_small and of Marian's s2s, on this data."""
     import flops
@@ -160,7 +254,7 @@ def flop_fields(arch: str, amp: str, dest: Path, txt: Path, tok_s: float, peer_t
     peak = bl.this_host().get("peak_gflops")
     out = flops.speed_fields(tok_s, flops.model_macs(model, cfg, v, st["s"], st["r"], st["t"]), peak, amp)
     if peer_tok_s:
-        macs = flops.model_macs(model, cfg, v, st["s"], st["r"], st["t"]) if peer == "opennmt" else \
+        macs = flops.model_macs(model, cfg, v, st["s"], st["r"], st["t"]) if peer in ("opennmt", "fairseq") else \
             flops.marian_s2s_macs(256, 256, v, st["s"], st["r"])
         theirs = flops.speed_fields(peer_tok_s, macs, peak, "none")
         out.update({f"peer_{k}": val for k, val in theirs.items() if k in ("achieved_gflops", "share_of_peak", "flops_per_tok")})
@@ -181,21 +275,25 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--onmt-num-workers", type=int, default=None, help="OpenNMT-py DataLoader workers (default: its own default, 2)")
     ap.add_argument("--amp", choices=["none", "bf16"], default="none", help="nmtkit's precision: none (float32, like for "
                     "like with OpenNMT-py's float32) or bf16 (autocast, a fast path; needs a CPU with native bf16) (default: %(default)s)")
-    ap.add_argument("--peer", choices=["opennmt", "marian", "none"], default="opennmt", help="the toolkit timed against nmtkit: "
-                    "OpenNMT-py with the same model (luong_*), Marian s2s with GRU cells (against rnnsearch_small), or none (default: %(default)s)")
+    ap.add_argument("--peer", choices=["opennmt", "marian", "fairseq", "none"], default="opennmt", help="the toolkit timed against "
+                    "nmtkit: OpenNMT-py with the same model (luong_*), Marian s2s with GRU cells (against rnnsearch_small), fairseq's "
+                    "transformer at a Transformer preset's shape, or none (default: %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="no training: summarize (and --record) the last run's logs again")
     args = ap.parse_args(argv)
 
     work = Path(args.work)
     bl.check_outside_repo(work)
     dest, txt = bl.need_step1(work)
+    if args.peer == "fairseq":  # the Transformer presets share all embeddings: one joined dictionary
+        dest = joined_destdir(work, txt)
     peers = Path(args.peers)
     w = work / "train_speed"
     logs = w / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     load_before = bl.uptime_line()
     print(load_before)
-    peer_names = {"opennmt": ("OpenNMT-py", "opennmt/bin/python", "OpenNMT-py"), "marian": ("Marian", "marian/bin/python", "pymarian")}
+    peer_names = {"opennmt": ("OpenNMT-py", "opennmt/bin/python", "OpenNMT-py"), "marian": ("Marian", "marian/bin/python", "pymarian"),
+                  "fairseq": ("fairseq", "fairseq/bin/python", "fairseq")}
     software_at_start = "" if args.report_only or args.peer == "none" else bl.software_line(
         {peer_names[args.peer][0]: (str(peers / peer_names[args.peer][1]), peer_names[args.peer][2])})
 
@@ -220,6 +318,14 @@ def main(argv: list[str] | None = None) -> None:
         mcmd = marian_cmd(peers, txt, mout, args.threads, updates, args.batch_size)
         jobs.append({"cmd": mcmd, "log": logs / "marian_train.log", "env": env})
         cmds.append(prefix + shlex.join(map(str, mcmd)))
+    if args.peer == "fairseq":
+        fout = w / "fairseq"
+        pcmd, fcmd = fairseq_cmds(peers, txt, fout, args.arch, updates, max_tokens, args.batch_size)
+        if not args.report_only:
+            shutil.rmtree(fout, ignore_errors=True)
+            bl.run_cmd(pcmd, logs / "fairseq_preprocess.log", env=env)
+        jobs.append({"cmd": fcmd, "log": logs / "fairseq_train.log", "env": {**env, **bl.ONMT_ENV}})
+        cmds += [shlex.join(map(str, pcmd)), prefix + shlex.join(map(str, fcmd))]
     if args.peer == "opennmt":
         onmt = peers / "opennmt" / "bin"
         out = w / "onmt"
@@ -244,6 +350,9 @@ def main(argv: list[str] | None = None) -> None:
             keys = [f"-{line.split(':')[0]}" for line in yaml.read_text().splitlines()
                     if line and not line.startswith((" ", "#")) and ":" in line and line.split(":")[0] != "data"]
             peer_setups.check_flags(ocmd[0], keys)
+        elif args.peer == "fairseq":
+            print(fairseq_pre_check(args.arch, fout))  # refuses a config that is not nmtkit's shape
+            peer_setups.check_fairseq_args(peers / "fairseq" / "bin" / "python", fcmd[1:], "training")
         else:
             peer_setups.check_flags(mcmd[0], mcmd[1:])
     saved = w / "runs.json"
@@ -258,12 +367,23 @@ def main(argv: list[str] | None = None) -> None:
     if args.peer != "none":
         orun = runs[1]
         log_text = (logs / f"{args.peer.replace('opennmt', 'onmt')}_train.log").read_text(encoding="utf-8", errors="replace")
-        ost = onmt_loop_stats(log_text) if args.peer == "opennmt" else marian_loop_stats(log_text, w / "marian" / "model.npz")
+        ost = {"opennmt": lambda: onmt_loop_stats(log_text), "fairseq": lambda: fairseq_loop_stats(log_text),
+               "marian": lambda: marian_loop_stats(log_text, w / "marian" / "model.npz")}[args.peer]()
     shape_line = ""
-    if ost and args.peer == "opennmt" and nst["params"] and ost["params"]:
+    if ost and args.peer in ("opennmt", "fairseq") and nst["params"] and ost["params"]:
         import peers as peer_setups
 
-        shape_line = peer_setups.check_shape(nst["params"], ost["params"], "same", f"{args.arch} against OpenNMT-py (from their logs)")
+        theirs, note = ost["params"], ""
+        if args.peer == "fairseq":
+            import flops
+
+            c = flops.arch_config(args.arch)[1]
+            unused = peer_setups.fairseq_unused_encoder_copies(c["embed_dim"], c["ffn_dim"], c["encoder_layers"])
+            theirs -= unused
+            note = (f"; fairseq's log says {ost['params']:,}, which counts {unused:,} untrained BetterTransformer copies of its "
+                    "encoder layers' weights (bench/peers.py), subtracted here")
+        shape_line = peer_setups.check_shape(nst["params"], theirs, "same",
+                                             f"{args.arch} against {peer_names[args.peer][0]} (from their logs)") + note
     corpus_tok = sum(batch_tokens) / sum(1 for _ in open(txt / "train.de", encoding="utf-8"))
     dropped = None
     if ost and args.peer == "opennmt" and not max_tokens:
@@ -292,11 +412,13 @@ def main(argv: list[str] | None = None) -> None:
 
     precision = "float32" if args.amp == "none" else "bf16 autocast"
     rows = [row(f"nmtkit {args.arch} ({precision})", nst, nrun)]
-    peer_label = {"opennmt": "OpenNMT-py", "marian": "Marian"}.get(args.peer, "")
+    peer_label = {"opennmt": "OpenNMT-py", "marian": "Marian", "fairseq": "fairseq"}.get(args.peer, "")
     if ost:
-        rows.append(row("OpenNMT-py (same model, float32)" if args.peer == "opennmt" else "Marian s2s, GRU (float32)", ost, orun))
+        rows.append(row({"opennmt": "OpenNMT-py (same model, float32)", "marian": "Marian s2s, GRU (float32)",
+                         "fairseq": "fairseq transformer (same model, float32)"}[args.peer], ost, orun))
     body = (
-        f"Multi30k En->De, BPE 10k joint, batch {f'--max-tokens {max_tokens}' if max_tokens else f'{args.batch_size} sentences'}, Adam 1e-3, clip 5, dropout 0.2, CPU, "
+        f"Multi30k En->De, BPE 10k joint, batch {f'--max-tokens {max_tokens}' if max_tokens else f'{args.batch_size} sentences'}, Adam 1e-3, "
+        f"{'the preset schedule, dropout and clipping' if args.peer == 'fairseq' else 'clip 5, dropout 0.2'}, CPU, "
         f"{updates} updates (= one nmtkit epoch{'' if not args.max_update else f', capped by --max-update {args.max_update}'}); "
         f"no validation; torch threads {args.threads or 'default'} each; {'side by side' if args.parallel else 'back to back'}. "
         f"{bl.gpu_line()}.\n\n" + bl.md_table(head, rows) + "\n"
@@ -348,6 +470,10 @@ def main(argv: list[str] | None = None) -> None:
                        ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1),
                        peer_loop_tok_s=round(ost["loop_tok_s"], 1), peer_peak_rss_mb=round(orun.maxrss_mb),
                        flops_note=flops_line(dest, txt, w / "marian"))
+        if ost and args.peer == "fairseq":
+            rec.update(peer="fairseq 0.12.2 transformer", peer_value=round(ost["steady_tok_s"], 1),
+                       ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1),
+                       peer_loop_tok_s=round(ost["loop_tok_s"], 1), peer_peak_rss_mb=round(orun.maxrss_mb))
         if ost and args.peer == "opennmt":
             rec.update(peer="OpenNMT-py 3.5.1", peer_value=round(ost["steady_tok_s"], 1),
                        ratio=round(nst["steady_tok_s"] / ost["steady_tok_s"], 3), peer_tok_s=round(ost["steady_tok_s"], 1), peer_loop_tok_s=round(ost["loop_tok_s"], 1),

@@ -19,6 +19,13 @@ Paths, each with the BLEU and chrF of its own output:
   Marian ``packed8`` (``--gemm-type packed8``) and ``packed8+shortlist`` (``--shortlist lex 100
   50``: the same 100 + 50, from eflomal alignments of the same BPE training pieces).
 
+The Transformer pair (``--nmtkit-run nmtkit-transformer``, a WORK of bench/quality_per_hour.py's
+``nmtkit-transformer`` and ``fairseq-transformer``): nmtkit's float32, bf16 and int8 paths against
+fairseq-interactive and CTranslate2 (``pip install ctranslate2`` in the fairseq peer's venv; the
+fairseq model converted by ``ct2-fairseq-converter``, decoded by bench/ct2_translate.py with the
+same beam, length normalisation and bound), int8 and float32.  A run with no shortlist chosen on
+valid (no ``shortlist_valid/choice.json``) times no shortlist path, and says so.
+
 Records (``--record``): one ``translate_speed`` record per nmtkit path and peer it is compared
 with (fp32 against each peer's fp32; nmtkit's fastest path against Marian's fastest and against
 OpenNMT-py's fp32), with ``sent_s``, ``sent_s_net``, ``bleu`` of both sides and the ratio.
@@ -36,7 +43,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import benchlib as bl
-from quality_per_hour import SYSTEMS, decode_cmd, scores, sources, translate
+from quality_per_hour import SYSTEMS, decode_cmd, scores, sources, toolkit, translate
 
 #: timed paths per toolkit: label -> extra decoder flags ({table} / {lex}: the shortlist files)
 PATHS = {
@@ -44,6 +51,8 @@ PATHS = {
                "int8+shortlist": ["--quantize", "int8", "--amp", "none", "--shortlist", "{table}", "--shortlist-k", "{k}"]},
     "opennmt": {"fp32": []},
     "fairseq": {"fp32": []},
+    # CTranslate2 decodes the fairseq Transformer (converted untimed by ct2-fairseq-converter)
+    "ctranslate2": {"int8": ["--compute-type", "int8"], "fp32": ["--compute-type", "float32"]},
     "marian": {"fp32": [], "packed8": ["--gemm-type", "packed8"],
                "packed8+shortlist": ["--gemm-type", "packed8", "--shortlist", "{lex}", "100", "50"]},
 }
@@ -74,6 +83,20 @@ def marian_lex(args: argparse.Namespace, txt: Path, out: Path) -> Path:
     return lex
 
 
+def ct2_model(args: argparse.Namespace, ckpt: Path, w: Path, out: Path) -> Path | None:
+    """The fairseq Transformer ``ckpt`` converted for CTranslate2 (once, untimed); None where the
+    fairseq peer's venv has no ctranslate2."""
+    conv = Path(args.peers) / "fairseq" / "bin" / "ct2-fairseq-converter"
+    if not conv.is_file():
+        print(f"no {conv}: CTranslate2 not timed (pip install ctranslate2 in the fairseq peer's venv)", flush=True)
+        return None
+    model = out / "ct2-fairseq"
+    if not (model / "model.bin").is_file():
+        bl.run_cmd([conv, "--model_path", ckpt, "--data_dir", w / "bin", "--source_lang", "en", "--target_lang", "de",
+                    "--output_dir", model, "--force", "--unsafe_deserialization"], out / "ct2-convert.log", env=bl.ONMT_ENV)  # our own checkpoint
+    return model
+
+
 def add_flop_shares(results: list[dict], ckpt: Path, work: Path, txt: Path) -> None:
     """nmtkit's float32 and bf16 paths: the search's FLOPs per second (bench/flops.py: the encoder
     once per sentence, the decoder for every hypothesis of the beam and every output piece) net of
@@ -95,22 +118,18 @@ def add_flop_shares(results: list[dict], ckpt: Path, work: Path, txt: Path) -> N
             r["share_of_peak"] = round(r["gflops_net"] / (peak[prec] * r["threads"]), 4)
 
 
-def toolkit(system: str) -> str:
-    return "nmtkit" if system.startswith("nmtkit") else system
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="threads of every decoder (default: 1 2)")
     ap.add_argument("--repeat", type=int, default=2, help="runs per command, the fastest kept (default: %(default)s)")
-    ap.add_argument("--nmtkit-run", choices=[s for s in SYSTEMS if s.startswith("nmtkit")], default=None,
+    ap.add_argument("--nmtkit-run", choices=[s for s in SYSTEMS if toolkit(s) == "nmtkit"], default=None,
                     help="which nmtkit model of the quality run to time (default: nmtkit-fp32 if it was trained, else nmtkit-bf16)")
     args = ap.parse_args()
     work = Path(args.work)
     runs = {s: json.loads((work / s / "eval.json").read_text()) for s in SYSTEMS if (work / s / "eval.json").is_file()}
     nmtkit_run = args.nmtkit_run or next((s for s in ("nmtkit-fp32", "nmtkit-bf16") if s in runs), None)
-    systems = [s for s in runs if not s.startswith("nmtkit") or s == nmtkit_run]
+    systems = [s for s in runs if toolkit(s) != "nmtkit" or s == nmtkit_run]
     if nmtkit_run not in runs:
         raise SystemExit(f"no evaluated nmtkit model in {work}: run bench/quality_per_hour.py first")
     txt, out = work / "bpe", work / "translate_speed"
@@ -119,12 +138,18 @@ def main() -> None:
 
     nmtkit_ckpt = Path(runs[nmtkit_run]["best"]["path"])
     choice_file = work / "shortlist_valid" / "choice.json"
-    if not choice_file.is_file():
-        raise SystemExit(f"{choice_file} missing: run bench/shortlist_valid.py first (it chooses the shortlist on valid)")
-    choice = json.loads(choice_file.read_text())
-    table = shortlist_table(nmtkit_ckpt, work / "data", out, min_count=choice["min_count"])
-    files = {"{table}": str(compiled_shortlist(nmtkit_ckpt, table)), "{k}": str(choice["k"])}
-    print(f"shortlist chosen on valid: {choice['path']} ({choice_file})", flush=True)
+    choice: dict | None = json.loads(choice_file.read_text()) if choice_file.is_file() else None
+    files: dict[str, str] = {}
+    if choice:
+        table = shortlist_table(nmtkit_ckpt, work / "data", out, min_count=choice["min_count"])
+        files = {"{table}": str(compiled_shortlist(nmtkit_ckpt, table)), "{k}": str(choice["k"])}
+        print(f"shortlist chosen on valid: {choice['path']} ({choice_file})", flush=True)
+    else:
+        print(f"{choice_file} missing (bench/shortlist_valid.py chooses it on valid): no shortlist path timed", flush=True)
+    decoders = [(s, Path(runs[s]["best"]["path"])) for s in systems]
+    if "fairseq-transformer" in runs:
+        ct2 = ct2_model(args, Path(runs["fairseq-transformer"]["best"]["path"]), work / "fairseq-transformer", out)
+        decoders += [("ctranslate2-transformer", ct2)] if ct2 else []
     if "marian" in runs:
         files["{lex}"] = str(marian_lex(args, txt, out))
     test = sources(args, "test", txt)
@@ -138,9 +163,11 @@ def main() -> None:
         for k, path in test.items():
             one[k].write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
         for threads in args.threads:
-            for system in systems:
-                ckpt, w = Path(runs[system]["best"]["path"]), work / system
+            for system, ckpt in decoders:
+                w = work / system.replace("ctranslate2", "fairseq")
                 for label, flags in PATHS[toolkit(system)].items():
+                    if "{table}" in flags and not choice:
+                        continue
                     extra = tuple(files.get(f, f) for f in flags)
                     hyp = out / f"{toolkit(system)}.{label}.t{threads}.de"
                     full = min((translate(args, system, ckpt, test, 5, w, hyp, threads, extra) for _ in range(args.repeat)),
@@ -148,7 +175,7 @@ def main() -> None:
                     short = min((translate(args, system, ckpt, one, 5, w, Path(tmp) / "one.de", threads, extra)
                                  for _ in range(args.repeat)), key=lambda r: r.wall)
                     sc = scores(hyp, ref)
-                    src = test[not system.startswith("nmtkit")]
+                    src = test[toolkit(system) != "nmtkit"]
                     cmd, env, _ = decode_cmd(args, system, ckpt, w, 5, threads, extra, files=(src, hyp.with_suffix(".raw")))
                     redirect = "" if system == "opennmt" else f" < {src} > {hyp.with_suffix('.raw')}"
                     cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + redirect)
@@ -170,23 +197,27 @@ def main() -> None:
         bl.append_jsonl(records, {"bench": "translate_speed", "load": {"before": load_before, "after": load_after}})
 
 
-def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict) -> tuple[str, list[dict]]:
+def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict | None) -> tuple[str, list[dict]]:
     """The RESULTS.md table and the translate_speed records (nmtkit path against peer path);
     ``choice``: the shortlist bench/shortlist_valid.py chose on valid."""
     rows = [[f"{r['toolkit']}-{r['path']}", r["threads"], f"{r['wall']:.1f}", f"{r['sent_s']:.1f}", f"{r['sent_s_net']:.1f}",
              f"{r['startup_s']:.1f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}", f"{r['rss_mb']:.0f}"] for r in results]
     body = (f"Each system's model from the quality-per-hour run (nmtkit: {nmtkit_run}), test2016 (1,000 sentences), beam 5, "
             "batch 64; fastest of the repeats; net = without the start-up (the same command on one sentence). "
-            f"nmtkit-int8+shortlist: table and k chosen on valid by bench/shortlist_valid.py ({choice['path']}, commit "
-            f"{choice['commit']}: valid BLEU {choice['valid_bleu']:.2f} against {choice['fp32_valid_bleu']:.2f} in float32).\n\n"
+            + (f"nmtkit-int8+shortlist: table and k chosen on valid by bench/shortlist_valid.py ({choice['path']}, commit "
+               f"{choice['commit']}: valid BLEU {choice['valid_bleu']:.2f} against {choice['fp32_valid_bleu']:.2f} in float32).\n\n"
+               if choice else "No shortlist chosen on valid for this model: no shortlist path.\n\n")
             + bl.md_table(["system-path", "threads", "wall s", "sent/s", "net sent/s", "start-up s", "BLEU", "chrF", "peak RSS MB"], rows)
             + "\n")
     by = {(r["toolkit"], r["path"], r["threads"]): r for r in results}
-    pairs = [(("nmtkit", "fp32"), (p, "fp32"), "like for like, float32") for p in ("opennmt", "fairseq", "marian")]
+    pairs = [(("nmtkit", "fp32"), (p, "fp32"), "like for like, float32") for p in ("opennmt", "fairseq", "marian", "ctranslate2")]
     fastest = {}
     for t in {r["threads"] for r in results}:
         for tk in ("nmtkit", "marian"):
             cands = [r for r in results if r["toolkit"] == tk and r["threads"] == t]
+            own = next((r["bleu"] for r in cands if r["path"] == "fp32"), None)
+            if own is not None:  # a fast path counts only within 0.3 BLEU of the toolkit's own float32
+                cands = [r for r in cands if r["bleu"] >= own - 0.3]
             if cands:
                 fastest[tk, t] = max(cands, key=lambda r: r["sent_s"])["path"]
     records, lines = [], []
@@ -196,6 +227,7 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict) -> tu
             nf = ("nmtkit", fastest["nmtkit", t])
             todo += [(nf, ("marian", fastest["marian", t]), "fastest against fastest")] if ("marian", t) in fastest else []
             todo += [(nf, ("opennmt", "fp32"), "nmtkit's fastest against OpenNMT-py's float32")]
+            todo += [(nf, ("ctranslate2", "int8"), "nmtkit's fastest against CTranslate2 int8 (the moonshot)")]
         # every fast path against nmtkit's own float32 on the same model: what each costs in BLEU and
         # gains in speed, recorded even on a day the peers were not run
         todo += [(("nmtkit", path), ("nmtkit", "fp32"), "fast path against nmtkit's own float32")
@@ -216,7 +248,7 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict) -> tu
                             "chrf": a["chrf"], "peer_chrf": b["chrf"], "model": a["model"], "peer_model": b["model"],
                             **{k: a[k] for k in ("gflops_net", "share_of_peak") if k in a},
                             "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run",
-                            **({"shortlist": choice["path"]} if apath == "int8+shortlist" else {})})
+                            **({"shortlist": choice["path"]} if apath == "int8+shortlist" and choice else {})})
     return body + "\n" + "\n".join(lines) + "\n", records
 
 

@@ -193,7 +193,7 @@ def test_same_shape_pairs_and_the_refusal():
 def test_every_decoder_searches_alike():
     import quality_per_hour as qph
 
-    peers.check_decoding({("nmtkit" if s.startswith("nmtkit") else s): qph.decoding(s, 5) for s in qph.SYSTEMS})
+    peers.check_decoding({qph.toolkit(s): qph.decoding(s, 5) for s in qph.SYSTEMS})
     assert "--normalize" in [str(a) for a in qph.decoding("marian", 5)]
     bad = {"marian": ["--beam-size", 5, "--normalize", 0, "--max-length-factor", 1.5]}
     with pytest.raises(peers.CheckFailed):
@@ -260,3 +260,26 @@ def test_quality_per_hour_runs_and_the_same_tuning_grid_for_all(tmp_path):
     assert qph.hp_of_run(tmp_path, "marian.seed2") == {"dropout": 0.3, "lr": 0.002}
     assert set(qph.DEFAULT_HP) == set(qph.SYSTEMS)
     assert qph.usable_cores()
+
+
+def test_fairseq_transformer_layout_is_nmtkits():
+    """The same-shape claim of the Transformer peer rests on this count (bench/peers.py)."""
+    for v in (1000, 8008):
+        assert peers.fairseq_transformer_params(v, 128, 256, 4, 4) == peers.nmtkit_params("transformer_tiny", v, v)
+    # fairseq 0.12.2 logs 4 x 131,968 more for the tiny shape: untrained fused copies of the encoder weights
+    assert peers.fairseq_unused_encoder_copies(128, 256, 4) == 4 * 131_968
+
+
+def test_fairseq_train_inner_lines_give_tokens_per_second():
+    import train_speed
+
+    log = "\n".join([
+        "2026-11-27 20:45:01 | INFO | fairseq_cli.train | num. shared model params: 1,938,944 (num. trained: 1,938,944)",
+        '2026-11-27 20:45:29 | INFO | train_inner | {"epoch": 1, "wps": "1000", "wpb": "3000", "num_updates": "50", "wall": "28"}',
+        '2026-11-27 20:46:03 | INFO | train_inner | {"epoch": 1, "wps": "2000", "wpb": "4000", "num_updates": "100", "wall": "62"}',
+    ])
+    st = train_speed.fairseq_loop_stats(log)
+    assert st["params"] == 1_938_944 and st["measured_updates"] == 100
+    assert st["loop_tokens"] == 50 * 3000 + 50 * 4000
+    assert st["steady_tok_s"] == 2000.0  # the second window alone: 200,000 tokens in 100 s
+    assert abs(st["loop_tok_s"] - 350_000 / 250) < 1e-9

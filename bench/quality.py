@@ -160,7 +160,7 @@ def shortlist_table(ckpt: Path, data_dir: Path, out: Path, min_count: int = 1) -
 def compiled_shortlist(ckpt: Path, table: Path) -> Path:
     """``table`` compiled for ``ckpt`` by ``nmtkit-shortlist`` (not timed: done once per model and
     table, as Marian's ``marian-conv --shortlist``), written beside it; the translations are the
-    text table's (tests/test_shortlist.py), without its start-up cost."""
+    text table's (tests/generate/test_shortlist.py), without its start-up cost."""
     compiled = table.with_suffix(".npz")
     bl.run_cmd([bl.nmtkit_bin("nmtkit-shortlist"), "--path", ckpt, "--table", table, "-o", compiled],
                table.with_suffix(".compile.log"))

@@ -4,7 +4,7 @@
   (``date``, ``commit``, ``load``, ``host``, ``log``).  Two records with the same run key are
   the same measurement stamped twice (a report re-run over the same work folder, cached steps
   re-recorded under a later commit): only the first is kept, and ``benchlib.append_jsonl``
-  refuses to append a second.  tests/test_bench_records.py keeps results.jsonl free of them.
+  refuses to append a second.  tests/project/test_bench_records.py keeps results.jsonl free of them.
 * **Hand-written records** (``hand_written``): lines no script in any commit writes (the
   Multi30k sweep and ablation of 2026-11-23, typed in from a GPU session's output) and records
   whose fields were added by hand (the first H100 translation records: a script wrote speed and

@@ -14,7 +14,7 @@ computed at step t, from a decoder state that has just read y_{t-1}, pointed at 
 y_{t-1} in their models.  Here the default is 0, by measurement: in nmtkit's Luong model the
 attention of step t builds the attentional state that predicts y_t itself, and on the
 ``nmtkit sample`` test set's gold links shift 0 scored far lower AER than shift 1 for both
-luong_tiny and rnnsearch_tiny (tests/test_align_e2e.py has the measurements and pins the
+luong_tiny and rnnsearch_tiny (tests/generate/test_align_e2e.py has the measurements and pins the
 default).  Shift 1 remains available for models that behave as the paper's did.
 
 ``--posterior`` (rnnsearch, Luong): read the links off the attention posterior given each

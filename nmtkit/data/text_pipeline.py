@@ -68,7 +68,7 @@ def normalize_line(line: str) -> str:
 @lru_cache(maxsize=None)
 def _moses_alnum() -> frozenset[str]:
     """The characters the Moses tokenizer treats as letters or digits: a string of only these
-    has no boundary for it to split at (tests/test_preprocess.py checks that against Moses)."""
+    has no boundary for it to split at (tests/data/test_preprocess.py checks that against Moses)."""
     from sacremoses import MosesTokenizer
 
     return frozenset(MosesTokenizer.IsAlnum)

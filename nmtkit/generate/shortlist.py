@@ -14,7 +14,7 @@ own words plus frequent function words, so each batch gets an output layer restr
 * every source word, token or piece of the batch that is itself a target symbol: names and
   numbers are copied through the shared BPE pieces, and the table, built from training data,
   cannot list the names of new input (without this rule, translations of names change and
-  BLEU falls: tests/test_shortlist.py and bench/RESULTS.md).
+  BLEU falls: tests/generate/test_shortlist.py and bench/RESULTS.md).
 
 The result is a sorted id tensor; beam search slices the output projection's rows once per
 batch (:meth:`nmtkit.models.base.Seq2SeqModel.restrict_output`), normalises over the shortlist

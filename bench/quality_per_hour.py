@@ -279,7 +279,8 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
     if system == "nmtkit-transformer":
         return [["nmtkit-train", dest, "--arch", TRANSFORMER_ARCH, "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
                  "--amp", "bf16", "--max-tokens", TRANSFORMER_TOKENS, "--label-smoothing", "0.1", "--max-update", TRANSFORMER_UPDATES,
-                 "--max-epoch", "1000", "--dropout", dropout, "--lr", lr, "--stop-time-hours", args.hours]], {}, False
+                 "--max-epoch", "1000", "--dropout", dropout, "--lr", lr, "--keep-last", "0",  # every epoch on the valid curve
+                 "--stop-time-hours", args.hours]], {}, False
     if system == "fairseq-transformer":
         return [fairseq_preprocess(args, txt, w),
                 [peer_bin(args, "fairseq", "fairseq-train"), w / "bin", "--cpu", "--seed", seed, "--arch", "transformer",
@@ -296,7 +297,8 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
         return [["nmtkit-train", dest, "--arch", "luong_m30k", "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
                  "--amp", amp, "--batch-size", BATCH, "--label-smoothing", "0.1", "--max-epoch", "100",
                  "--ema-decay", "0.999", "--lr-schedule", "anneal", "--anneal-fraction", "0.2",
-                 "--encoder-hidden-size", "256", "--dropout", dropout, "--lr", lr, "--stop-time-hours", args.hours]], {}, False
+                 "--encoder-hidden-size", "256", "--dropout", dropout, "--lr", lr, "--keep-last", "0",
+                 "--stop-time-hours", args.hours]], {}, False
     if system == "opennmt":
         yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", per_epoch, seed, dropout, lr)
         return [[peer_bin(args, "opennmt", "onmt_build_vocab"), "-config", yaml, "-n_sample", "-1"],

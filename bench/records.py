@@ -121,13 +121,26 @@ def derive_host(rec: dict, machines: dict[str, str]) -> Optional[str]:
     return None
 
 
+def derive_from_run(rec: dict, records: list[dict]) -> Optional[str]:
+    """For a record without a fingerprint that shares its run's log with a fingerprinted record
+    (one invocation wrote both, e.g. quality per hour's significance test beside its systems):
+    that record's host, marked as derived; None otherwise."""
+    if rec.get("host") or rec.get("host_derived") or rec.get("cpu") or not rec.get("log"):
+        return None
+    for other in records:
+        if other is not rec and other.get("log") == rec["log"] and isinstance(other.get("host"), dict):
+            return f"{host_label(other)} (derived: the records of the same run, {rec['log']})"
+    return None
+
+
 def fix(results: Path = RESULTS_JSONL, archive: Path = ARCHIVE) -> dict:
     """Move hand-written records to the archive, drop repeated runs, and name the host of old
-    records from the hand-appended report; returns the counts."""
+    records from the hand-appended report (or of a record from the other records of its run);
+    returns the counts."""
     machines = history_machines()
     kept, archived, dropped = split(read(results))
     for rec in kept:
-        derived = derive_host(rec, machines)
+        derived = derive_host(rec, machines) or derive_from_run(rec, kept)
         if derived:
             rec["host_derived"] = derived
     old_archive = read(archive)

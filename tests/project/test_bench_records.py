@@ -283,3 +283,13 @@ def test_fairseq_train_inner_lines_give_tokens_per_second():
     assert st["loop_tokens"] == 50 * 3000 + 50 * 4000
     assert st["steady_tok_s"] == 2000.0  # the second window alone: 200,000 tokens in 100 s
     assert abs(st["loop_tok_s"] - 350_000 / 250) < 1e-9
+
+
+def test_a_record_without_a_host_takes_the_host_of_its_runs_other_records():
+    fingerprinted = {"bench": "quality_per_hour", "log": "logs/run.md", "host": {"label": "Host X"}}
+    bare = {"bench": "quality_per_hour_significance", "log": "logs/run.md"}
+    other_run = {"bench": "quality_per_hour_significance", "log": "logs/other.md"}
+    found = [fingerprinted, bare, other_run]
+    assert records.derive_from_run(bare, found).startswith("Host X (derived")
+    assert records.derive_from_run(other_run, found) is None  # nothing of its own run says
+    assert records.derive_from_run(fingerprinted, found) is None  # has its own

@@ -38,9 +38,10 @@ The Transformers, a pair of their own (run them in a WORK of their own, so the r
 * ``nmtkit-transformer``: ``transformer_tiny`` (Wu et al. 2021's Multi30k shape: 4+4 layers, d 128,
   d_ff 256, 4 heads, all embeddings tied, dropout 0.3) with the recipe of examples/multi30k
   (``ARCH=transformer_tiny``): Adam (0.9, 0.98) lr 0.005, inverse square root after 2,000 warm-up
-  updates, ``--max-tokens 4096``, label smoothing 0.1, at most 8,000 updates, float32 (the recipe's
-  precision for Transformers: bf16 autocast trained transformer_tiny at 0.65x float32's speed on
-  this project's Zen 5 host, bench/RESULTS.md; the seed-1 run of 2026-11-27 was bf16);
+  updates, ``--max-tokens 4096``, label smoothing 0.1, at most 8,000 updates, bf16 autocast (the
+  recipe's ``--amp auto`` on a CPU with native bf16).  The seed-1 run of 2026-11-27 trained before
+  ba6fed1, when bf16 ran the attention backward at 9x float32's cost (0.65x float32's speed);
+  since, bf16 trains transformer_tiny faster than float32 (bench/RESULTS.md, train speed);
 * ``fairseq-transformer``: fairseq 0.12.2 ``--arch transformer`` at the same shape (the same
   parameter count, checked) with Wu et al.'s own fairseq recipe (the same optimiser and schedule,
   ``--warmup-init-lr 1e-7``, ``--clip-norm 0``, ``--patience 10`` on the valid loss), float32
@@ -279,7 +280,7 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
     dropout, lr = hp["dropout"], hp["lr"]
     if system == "nmtkit-transformer":
         return [["nmtkit-train", dest, "--arch", TRANSFORMER_ARCH, "--save-dir", w / "ckpt", "--seed", seed, "--threads", "1",
-                 "--amp", "none", "--max-tokens", TRANSFORMER_TOKENS, "--label-smoothing", "0.1", "--max-update", TRANSFORMER_UPDATES,
+                 "--amp", "bf16", "--max-tokens", TRANSFORMER_TOKENS, "--label-smoothing", "0.1", "--max-update", TRANSFORMER_UPDATES,
                  "--max-epoch", "1000", "--dropout", dropout, "--lr", lr, "--keep-last", "0",  # every epoch on the valid curve
                  "--stop-time-hours", args.hours]], {}, False
     if system == "fairseq-transformer":

@@ -19,11 +19,7 @@ TGT=${TGT:-de}
 SEED=${SEED:-1}
 HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
-# training precision (--amp): auto is bf16 on a CPU with AVX512_BF16/AMX (docs/guide/training.md); the
-# Transformer presets train in float32, faster at these widths (bench/RESULTS.md, train speed: transformer_tiny
-# on one Zen 5 thread, 7,173 target tokens/s in float32 against 4,692 in bf16 autocast)
-case "$ARCH" in transformer*) DEFAULT_AMP=none ;; *) DEFAULT_AMP=auto ;; esac
-AMP=${AMP:-$DEFAULT_AMP}
+AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (docs/guide/training.md)
 ARCH=${ARCH:-luong_m30k}   # luong_m30k, or a Transformer preset (transformer_tiny, transformer_m30k)
 case "$ARCH" in transformer*) DEFAULT_AVG=5 ;; *) DEFAULT_AVG=3 ;; esac
 AVG=${AVG:-$DEFAULT_AVG}   # average the last N epoch checkpoints

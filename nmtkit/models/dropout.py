@@ -1,9 +1,8 @@
 """Dropout whose mask comes from 16-bit integers rather than torch's Bernoulli sampler, on CPU.
 
 Why: on CPU, ``torch.nn.functional.dropout`` draws its mask with ``bernoulli_`` one element at a
-time, several times slower than the rest of dropout; in a small Transformer, whose dropout
-touches every residual stream, that was about a tenth of a training step (``bench/profile_train.py``).
-One 64-bit draw of the same generator gives four uniform 16-bit integers, and comparing them with
+time, several times slower than the rest of dropout, and a small Transformer's dropout touches
+every residual stream (``bench/profile_train.py`` shows its share).  One 64-bit draw of the same generator gives four uniform 16-bit integers, and comparing them with
 a threshold gives the mask: four elements per draw, then two vectorised passes.
 
 The drop rate is ``p`` rounded to a multiple of 2^-16 (an error below 2^-17), and the kept values
@@ -13,6 +12,8 @@ repeats, and a checkpoint's saved generator state resumes it exactly.  Other dev
 ``F.dropout`` (fused there).
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -39,9 +40,7 @@ class _MaskedScale(torch.autograd.Function):
 def keep_mask(shape: torch.Size, p: float, device: torch.device) -> tuple[Tensor, float]:
     """(boolean mask of ``shape``, 1 / realised keep rate): each element kept with probability
     ``1 - round(p * 2^16) / 2^16``, from torch's default generator."""
-    n = 1
-    for size in shape:
-        n *= size
+    n = math.prod(shape)
     words = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-(1 << 63), None)  # every bit uniform
     drop = round(p * _LEVELS)
     keep = words.view(torch.int16)[:n] >= drop - _LEVELS // 2  # int16 spans [-2^15, 2^15)

@@ -179,10 +179,10 @@ class MultiheadAttention(nn.Module):
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, is_causal: bool) -> Tensor:
     """``scaled_dot_product_attention``, in float32 on CPU whatever the autocast precision.
 
-    Why: torch's CPU flash-attention kernels are slower in bf16 than in float32 (on one Zen 5
-    thread, ``transformer_tiny``'s backward took 20.6 ms a call in bf16 against 2.3 ms in float32,
-    half of a bf16 training step; the forward 2.0 against 1.7 ms), while the products around them
-    gain from bf16.  The result is cast back, so the layers after see the autocast precision."""
+    Why: torch's CPU flash-attention kernels are slower in bf16 than in float32, the backward
+    several times so (the figures are in the CHANGELOG and bench/RESULTS.md), while the products
+    around them gain from bf16.  The result is cast back, so the layers after see the autocast
+    precision."""
     if q.device.type != "cpu" or q.dtype == torch.float32:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
     with torch.autocast("cpu", enabled=False):

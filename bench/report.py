@@ -62,6 +62,11 @@ def _with_net(whole: object, net: object) -> str:
     return _f(whole) + (f" ({_f(net)})" if net is not None else "")
 
 
+def _recipe_arch(r: dict) -> str:
+    """A recipe record's preset (``KEY_DEFAULTS`` for the records that name none)."""
+    return r.get("arch") or KEY_DEFAULTS[("quality", "arch")]
+
+
 def _share(r: dict) -> str:
     s = r.get("share_of_peak")
     if isinstance(s, (int, float)):
@@ -99,10 +104,13 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("its BLEU / chrF", lambda r: f"{_f(r.get('peer_bleu_mean'), '.2f')} / {_f(r.get('peer_chrf_mean'), '.2f')}"),
       ("p (BLEU; chrF) per seed", lambda r: "; ".join(f"seed {t['seed']}: {t['BLEU']['p']:.3f}, {t['chrF']['p']:.3f}"
                                                       for t in r.get("tests", [])))]),
-    ("quality", "Recipe quality (examples/multi30k): test2016",
-     ("pair", "toolkit", "system", "seed"),
-     [("pair", lambda r: r.get("pair")), ("system", lambda r: f"{r.get('toolkit', 'nmtkit-fp32')} {r.get('system')}"),
+    ("quality", "Recipe quality (examples/multi30k): test2016 (BLEU: cased, detokenized; lc-tok: lowercased, "
+     "Moses-tokenized, the form of Wu et al.'s 41.02)",
+     ("pair", "toolkit", "arch", "system", "seed"),
+     [("pair", lambda r: r.get("pair")), ("arch", _recipe_arch),
+      ("system", lambda r: f"{r.get('toolkit', 'nmtkit-fp32')} {r.get('system')}"),
       ("seed(s)", lambda r: r.get("seed", r.get("seeds", ""))), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
+      ("lc-tok", lambda r: _f(r.get("bleu_lc_tok"), ".2f")),
       ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f"))]),
     ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better)",
      ("system", "arch", "symmetrization", "align_shift", "links_from"),
@@ -141,7 +149,10 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
 ]
 
 #: Key values of records written before the field existed (train_speed records before bf16 were float32).
-KEY_DEFAULTS = {("train_speed", "system"): "nmtkit-fp32"}
+#: A field's value in records written before the field was: train-speed rows without a system were
+#: nmtkit float32; recipe rows without an arch came before the recipe took ``ARCH`` (88fb3f3), when
+#: examples/multi30k/run.sh trained only ``luong_m30k``.
+KEY_DEFAULTS = {("train_speed", "system"): "nmtkit-fp32", ("quality", "arch"): "luong_m30k"}
 
 #: One command per suite re-measures every headline of that kind on the current host.
 REMEASURE = [

@@ -85,6 +85,20 @@ def test_every_table_has_a_host_column_and_uncommitted_is_never_hidden():
     assert "uncommitted" in glance.stamp(rec)[1]
 
 
+def test_recipe_rows_of_different_presets_do_not_supersede_each_other():
+    base = {"bench": "quality", "pair": "en-de", "toolkit": "nmtkit-bf16", "system": "single", "seed": 1, "bleu": 39.0,
+            "chrf": 63.0, "cpu": "AMD EPYC (family 26, model 2)", "commit": "abc"}
+    older = {**base, "date": "2026-11-24 10:00 UTC"}  # before the recipe took ARCH: no arch field, luong_m30k
+    newer = {**base, "date": "2026-11-27 10:00 UTC", "arch": "transformer_tiny", "bleu_lc_tok": 39.5}
+    groups, folded = report.newest_by_host([older, newer], "quality", next(s[2] for s in report.SECTIONS if s[0] == "quality"))
+    assert folded == 0 and sorted(r.get("arch", "") for _, rows in groups for r in rows) == ["", "transformer_tiny"]
+    text = report.render([older, newer], [])
+    assert "| luong_m30k |" in text and "| transformer_tiny |" in text and "| 39.50 |" in text
+    groups, folded = report.newest_by_host([older, {**older, "date": "2026-11-25 10:00 UTC", "arch": "luong_m30k"}], "quality",
+                                           ("pair", "toolkit", "arch", "system", "seed"))
+    assert folded == 1
+
+
 # -- host -------------------------------------------------------------------------------------------
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD

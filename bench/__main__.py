@@ -71,6 +71,12 @@ SUITES: dict[str, dict] = {
     # 6 rounds of 20 minutes, then 2 rounds of guided models (eflomal's links); steps are cached in WORK
     "aer": {"work": "/root/aer", "steps": [("aer_hansards", ["--max-train", "0", "--arch", "rnnsearch_small", "--rounds", "6",
                                                              "--train-minutes", "20", "--guided-rounds", "2"])]},
+    # the Transformer on the same Hansards data (its own WORK: its steps would take the recurrent ones' names):
+    # plain models read at every decoder layer (the default layer is chosen on these dev pairs), then guided
+    # ones (Garg et al. 2019: eflomal's links supervise the alignment layer's cross-attention)
+    "aer-transformer": {"work": "/root/aer-transformer", "steps": [("aer_hansards", [
+        "--max-train", "0", "--arch", "transformer_tiny", "--batch-size", "0", "--train-args", "--max-tokens 4096",
+        "--rounds", "3", "--train-minutes", "20", "--guided-rounds", "3", "--alignment-layers", "0", "1", "2", "3"])]},
     # the Multi30k recipe (examples/multi30k): 2 seeds side by side for 2 h, float32 and bf16
     "recipe": {"work": "/root/m30k-recipe", "steps": [
         ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),

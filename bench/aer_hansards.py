@@ -156,7 +156,7 @@ def train_cmd(args, bindir: Path, save: Path, arch: str, seconds: int, extra: Se
     """nmtkit-train under ``timeout``: SIGTERM makes the trainer finish its update and write
     checkpoint_last.pt, which is what gets aligned (a fixed wall-time budget per model)."""
     cmd = ["timeout", "-s", "TERM", str(seconds), "nmtkit-train", bindir, "--arch", arch, "--save-dir", save,
-           "--batch-size", str(args.batch_size), "--max-epoch", "0", "--seed", str(args.seed), "--device", "cpu",
+           *(["--batch-size", str(args.batch_size)] if args.batch_size else []), "--max-epoch", "0", "--seed", str(args.seed), "--device", "cpu",
            "--threads", str(args.threads), "--no-epoch-checkpoints", "--log-interval", "100", "--no-progress",
            *shlex.split(args.train_args), *extra]
     if args.max_update:
@@ -203,9 +203,10 @@ def train_summary(save: Path, rounds: int = 0) -> dict:
 
 
 def nmtkit_align(steps: Steps, args, work: Path, data: Path, name: str, fwd: Path, rev: Optional[Path],
-                 shift: int, sym: Optional[str], posterior: bool = False) -> dict:
+                 shift: int, sym: Optional[str], posterior: bool = False, layer: Optional[int] = None) -> dict:
     """One nmtkit-align call on the gold dev pairs (``posterior``: links from the attention
-    posterior, ``--posterior``); returns its --json scores."""
+    posterior, ``--posterior``; ``layer``: the Transformer decoder layer read, ``--alignment-layer``);
+    returns its --json scores."""
     out = work / "align" / f"{name}.align"
     out.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["nmtkit-align", "--path", fwd, "--source", data / "test.en", "--target", data / "test.fr",
@@ -215,6 +216,8 @@ def nmtkit_align(steps: Steps, args, work: Path, data: Path, name: str, fwd: Pat
         cmd += ["--reverse-path", rev, "--symmetrize", sym]
     if posterior:
         cmd.append("--posterior")
+    if layer is not None:
+        cmd += ["--alignment-layer", str(layer)]
     steps.run(f"align-{name}", cmd, stdout=work / "align" / f"{name}.json")
     return json.loads((work / "align" / f"{name}.json").read_text(encoding="utf-8"))
 
@@ -346,7 +349,7 @@ def main() -> None:
     ap.add_argument("--train-minutes", type=float, default=14.0, help="wall-time budget per direction; both train side by side (default: %(default)s)")
     ap.add_argument("--rounds", type=int, default=1, help="train --train-minutes this many times (resuming), aligning after each (default: %(default)s; 0: only the guided models)")
     ap.add_argument("--max-update", type=int, default=0, help="also stop training after N updates (0: time budget only)")
-    ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: %(default)s)")
+    ap.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default: %(default)s; 0: no --batch-size, batches of --max-tokens only, given in --train-args)")
     ap.add_argument("--bpe-merges", type=int, default=16000, help="joint BPE merges, as examples/hansards/README.md (default: %(default)s)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per nmtkit process (default: %(default)s; 2 at most on this machine)")
     ap.add_argument("--workers", type=int, default=2, help="prepare.py tokenizer processes (default: %(default)s)")
@@ -364,6 +367,9 @@ def main() -> None:
                     "this many rounds of --train-minutes (default: %(default)s)")
     ap.add_argument("--head-rounds", type=int, default=0, help="also train guided models with --alignment-head this many rounds of --train-minutes (default: %(default)s)")
     ap.add_argument("--guided-weight", type=float, default=1.0, help="--guided-alignment-weight of the guided models (default: %(default)s)")
+    ap.add_argument("--alignment-layers", type=int, nargs="*", default=[], metavar="L",
+                    help="Transformers: also read the cross-attention of these decoder layers (nmtkit-align --alignment-layer), "
+                         "shift 0 and 1, grow-diag-final-and: how the default layer is chosen on the dev pairs")
     ap.add_argument("--only-statistical", action="store_true", help="only eflomal and fast_align (their steps are then reused by a full run)")
     ap.add_argument("--note", default="", help="a remark to add to the recorded section (e.g. what ran alongside)")
     ap.add_argument("--fresh", action="store_true", help="redo every step (default: reuse finished steps in --work)")
@@ -446,6 +452,9 @@ def main() -> None:
                 for sym in POSTERIOR_SYMS:
                     nmt[("posterior", sym)] = nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-posterior-{sym}",
                                                            fwd, rev, 0, sym, posterior=True)
+            by_layer = {layer: {shift: nmtkit_align(steps, args, work, data, f"nmtkit{tag}-round{rnd}-layer{layer}-shift{shift}-grow-diag-final-and",
+                                                    fwd, rev, shift, "grow-diag-final-and", layer=layer) for shift in (0, 1)}
+                        for layer in args.alignment_layers}
             sums = {d: train_summary(ckpt[d], rnd) for d in ckpt}
             ups = "/".join(f"{sums[d]['updates']:,}" for d in ckpt)
             label = f"nmtkit {args.arch}{KIND_LABEL[kind]}, {rnd * args.train_minutes:g} min ({ups} upd.)"
@@ -470,6 +479,15 @@ def main() -> None:
             records += [{**base, "symmetrization": sym, "align_shift": 0 if shift == "posterior" else shift,
                          "links_from": "posterior" if shift == "posterior" else "attention", "aer": round(r["aer"], 4)}
                         for (shift, sym), r in nmt.items()]
+            for layer, per_shift in by_layer.items():  # the same models read at another decoder layer
+                for shift, r in per_shift.items():
+                    d = r["directions"]
+                    rows += [[f"{label}, layer {layer}", f"{name} (shift {shift})", *prf(x)] for name, x in
+                             (("en->fr", d["source->target"]), ("fr->en", d["target->source"]), ("grow-diag-final-and", r))]
+                    lay = {**base, "alignment_layer": layer, "align_shift": shift, "links_from": "attention"}
+                    records += [{**lay, "symmetrization": "none (en->fr)", "aer": round(d["source->target"]["aer"], 4)},
+                                {**lay, "symmetrization": "none (fr->en)", "aer": round(d["target->source"]["aer"], 4)},
+                                {**lay, "symmetrization": "grow-diag-final-and", "aer": round(r["aer"], 4)}]
             # cross-check: the links nmtkit-align wrote score the same with the library call
             gdfa = nmt[(0, "grow-diag-final-and")]["aer"]
             chk = score_file(work / "align" / f"nmtkit{tag}-round{rnd}-shift0-grow-diag-final-and.align", data / "test.gold")
@@ -507,7 +525,8 @@ def main() -> None:
                            if n.startswith(f"train-{d}{tag}") and n[len(f"train-{d}{tag}"):] in ("", *(f"-round{k}" for k in range(2, n_rounds + 1)))]
                        for d in ckpt}
         train_lines += [
-            f"- nmtkit `{args.arch}`{KIND_LABEL[kind]} {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of {args.batch_size} sentences "
+            f"- nmtkit `{args.arch}`{KIND_LABEL[kind]} {d}: {tr[d]['params']:,} parameters, {tr[d]['updates']:,} updates of "
+            f"{f'{args.batch_size} sentences' if args.batch_size else 'token batches'} "
             f"in {tr[d]['seconds'] / 60:.1f} min of training ({n_rounds} run(s) of the trainer; epoch {tr[d]['epoch']}), "
             f"last logged train ppl {fmt(tr[d]['train_ppl'], 1)}, {fmt(tr[d]['tok_per_s'], 0)} target tok/s; "
             f"CPU {sum(r.cpu for r in train_steps[d]):.0f} s in {sum(r.wall for r in train_steps[d]):.0f} s of wall time"

@@ -113,8 +113,9 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("lc-tok", lambda r: _f(r.get("bleu_lc_tok"), ".2f")),
       ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f"))]),
     ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better)",
-     ("system", "arch", "symmetrization", "align_shift", "links_from"),
-     [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()), ("links", lambda r: r.get("links_from", "")),
+     ("system", "arch", "alignment_layer", "symmetrization", "align_shift", "links_from"),
+     [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()
+       + (f", layer {r['alignment_layer']}" if "alignment_layer" in r else "")), ("links", lambda r: r.get("links_from", "")),
       ("symmetrization", lambda r: r.get("symmetrization")), ("shift", lambda r: r.get("align_shift", "")),
       ("round", lambda r: r.get("round", "")), ("train s", lambda r: r.get("train_wall_s")), ("AER", lambda r: _f(r.get("aer"), ".3f"))]),
     ("shortlist_valid", "CPU fast paths on valid (the tuning set)",
@@ -163,6 +164,7 @@ REMEASURE = [
     ("translate-speed", "python -m bench run translate-speed --record       # after quality-per-hour, alone"),
     ("score-memory", "python -m bench run score-memory --record"),
     ("aer", "python -m bench run aer --record                   # ~3 h: 6 x 20 min + 2 guided rounds, both directions"),
+    ("aer-transformer", "python -m bench run aer-transformer --record       # ~2.5 h: 3 x 20 min, every layer read, + 3 guided rounds"),
     ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),
     ("gpu", "python -m bench run gpu --record                   # on a CUDA machine (device tool)"),
 ]

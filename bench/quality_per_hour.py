@@ -53,7 +53,9 @@ from nmtkit's data directory), 64 sentences per batch, and save a checkpoint abo
 ``--hours`` of wall time (nmtkit and fairseq stop by themselves; OpenNMT-py and Marian get SIGTERM).
 
 Then, for every system, the same evaluation with the toolkit's own decoder, one core each:
-greedy valid BLEU of every checkpoint (cased, detokenized sacreBLEU), the checkpoint with the best
+greedy valid BLEU of every checkpoint (cased, detokenized sacreBLEU) and, for the systems whose
+recipe averages (``AVERAGE_LAST``: the Transformer pair, after Wu et al.'s evaluate.sh and
+examples/multi30k), of the average of the last 10 epoch checkpoints; the candidate with the best
 valid BLEU translates test2016 with beam 5 and batch 64, scored with BLEU and chrF.  The training
 wall time of a checkpoint is its file time less the start of training.  Tune on valid only.
 
@@ -396,6 +398,38 @@ def fairseq_ema_weights(args: argparse.Namespace, ckpt: Path) -> Path:
 
 
 
+#: Systems whose recipe averages the last N epoch checkpoints before translating: Wu et al.
+#: (2021)'s evaluate.sh (fairseq's scripts/average_checkpoints.py --num-epoch-checkpoints 10) and
+#: examples/multi30k (AVG).  The average joins the candidates that valid BLEU chooses among.
+AVERAGE_LAST = {"nmtkit-transformer": 10, "fairseq-transformer": 10}
+
+#: fairseq 0.12.2 installs no average_checkpoints.py; this does what it does for epoch checkpoints:
+#: the mean of every floating-point tensor of ``model``, the rest of the newest checkpoint kept.
+FAIRSEQ_AVERAGE = (
+    "import sys, torch\nstates = [torch.load(p, map_location='cpu', weights_only=False) for p in sys.argv[2:]]\n"
+    "out = states[-1]\nfor k, v in out['model'].items():\n"
+    "    if v.is_floating_point():\n"
+    "        out['model'][k] = sum(s['model'][k].double() for s in states).div(len(states)).to(v.dtype)\n"
+    "torch.save(out, sys.argv[1])\n")
+
+
+def average_last(args: argparse.Namespace, system: str, w: Path, n: int) -> Optional[tuple[str, Path, list[str]]]:
+    """The average of a run's last ``n`` epoch checkpoints (label, path, the epochs averaged), written
+    once beside ``ckpt/`` with the toolkit's own averaging; None with fewer than two."""
+    epochs = [(label, p) for label, p in checkpoints(system, w) if label.isdigit()][-n:]
+    if len(epochs) < 2:
+        return None
+    out = w / "average" / f"checkpoint.avg{len(epochs)}.pt"
+    out.parent.mkdir(exist_ok=True)
+    if not (out.is_file() and out.stat().st_mtime >= max(p.stat().st_mtime for _, p in epochs)):
+        if toolkit(system) == "nmtkit":
+            cmd = [bl.nmtkit_bin("nmtkit-average"), "--inputs", *[p for _, p in epochs], "-o", out]
+        else:
+            cmd = [peer_bin(args, "fairseq", "python"), "-c", FAIRSEQ_AVERAGE, out, *[p for _, p in epochs]]
+        bl.run_cmd(cmd, out.with_suffix(".log"), quiet=True)
+    return f"avg{len(epochs)}", out, [label for label, _ in epochs]
+
+
 def checkpoints(system: str, w: Path) -> list[tuple[str, Path]]:
     """Every saved checkpoint of a run, oldest first (label, path)."""
     ck = w / "ckpt"
@@ -536,14 +570,25 @@ def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Pat
         print(f"{run} {label}: {curve[-1]['wall_s'] / 60:.1f} min, valid BLEU {s['bleu']}", flush=True)
     if not curve:
         sys.exit(f"{run}: no checkpoint in {w / 'ckpt'} (was it trained for less than an epoch?)")
-    best = max(curve, key=lambda c: c["valid_bleu"])
+    averaged = None
+    avg = average_last(args, system, w, AVERAGE_LAST[system]) if system in AVERAGE_LAST else None
+    if avg is not None:
+        label, ck, epochs = avg
+        hyp = ev / f"valid.{label}.de"
+        translate(args, system, ck, sources(args, "valid", txt), 1, w, hyp, core=core)
+        newest = next(c for c in curve if c["checkpoint"] == epochs[-1])
+        averaged = {"checkpoint": label, "path": str(ck), "wall_s": newest["wall_s"], "epochs": epochs,
+                    "valid_bleu": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'valid')}.de"))["bleu"]}
+        print(f"{run} {label} (epochs {epochs[0]}-{epochs[-1]}): valid BLEU {averaged['valid_bleu']}", flush=True)
+    best = max(curve + ([averaged] if averaged else []), key=lambda c: c["valid_bleu"])
+    extra = {"averaged": averaged} if averaged else {}
     if not test:  # a tuning run: valid only
-        result = {**info, "curve": curve, "best": best}
+        result = {**info, "curve": curve, **extra, "best": best}
         done.write_text(json.dumps(result, indent=2) + "\n")
         return result
     hyp = ev / "test2016.beam5.de"
     translate(args, system, Path(best["path"]), sources(args, "test", txt), 5, w, hyp, core=core)
-    result = {**info, "curve": curve, "best": best, "test": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'test')}.de")),
+    result = {**info, "curve": curve, **extra, "best": best, "test": scores(hyp, Path(f"{bl.raw_prefix(args.data, 'test')}.de")),
               "test_hyp": str(hyp)}
     done.write_text(json.dumps(result, indent=2) + "\n")
     return result
@@ -676,14 +721,18 @@ def report(args: argparse.Namespace, work: Path) -> None:
                       for r in results if r.get("dropped") is not None)
             + "Set-ups (bench/peers.py):\n\n" + "\n".join(peers_lines()) + "\n\n" + tuning_lines(work, spread)
             + "Each system trained on one core (taskset) for "
-            f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the checkpoint with the best "
-            f"greedy valid BLEU. Signature: {results[0]['test']['signature']}.\n\nLoad of each pair's training "
+            f"{results[0]['hours']} h of wall time; test2016 with beam 5 and batch 64 from the candidate with the best "
+            "greedy valid BLEU: every checkpoint and, for " + (", ".join(AVERAGE_LAST) or "no system") + ", the average of "
+            "the last 10 epoch checkpoints (their recipes average; `averaged` below). "
+            f"Signature: {results[0]['test']['signature']}.\n\nLoad of each pair's training "
             "(uptime before and after; the systems of a wave shared the machine, one core each):\n\n"
             + "".join(f"- {r['system']} seed {r.get('seed', 1)}: before `{r.get('load_before', '?')}`; after `{r.get('load_after', '?')}`\n"
                       for r in results)
             + "\nValid BLEU (greedy) per checkpoint, minute: BLEU:\n\n"
             + "".join(f"- {r['system']} seed {r.get('seed', 1)}: " + ", ".join(f"{x['wall_s'] / 60:.0f}: {x['valid_bleu']:.2f}"
-                                                                             for x in r["curve"]) + "\n" for r in results))
+                                                                             for x in r["curve"])
+                      + (f"; averaged ({r['averaged']['checkpoint']}, epochs {r['averaged']['epochs'][0]}-{r['averaged']['epochs'][-1]}): "
+                         f"{r['averaged']['valid_bleu']:.2f}" if r.get("averaged") else "") + "\n" for r in results))
     print(body)
     if not args.record:
         return
@@ -694,7 +743,9 @@ def report(args: argparse.Namespace, work: Path) -> None:
     recs = [{"bench": "quality_per_hour", "system": r["system"], "seed": r.get("seed", 1), "bleu": r["test"]["bleu"],
              "chrf": r["test"]["chrf"], "train_wall_s": round(r["train_wall_s"], 1),
              "valid_bleu_curve": [[x["wall_s"], x["valid_bleu"]] for x in r["curve"]],
-             "best_checkpoint": r["best"]["checkpoint"], "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
+             "best_checkpoint": r["best"]["checkpoint"],
+             **({"averaged": {k: r["averaged"][k] for k in ("checkpoint", "epochs", "valid_bleu")}} if r.get("averaged") else {}),
+             "trained_beside": r.get("beside", ""), "load": r.get("load_before", ""),
              "hours": r["hours"], "cpu": r.get("cpu"), "commit": r["commit"],  # the training machine's and tree's
              **({"peer_dropped_token_share": round(r["dropped"], 4)} if r.get("dropped") is not None else {}),
              **({"hp": r["hp"], "tuned_on_valid": (work / "tune" / f"{r['system']}.choice.json").is_file()} if r.get("hp") else {}),

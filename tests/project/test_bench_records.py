@@ -276,6 +276,38 @@ def test_quality_per_hour_runs_and_the_same_tuning_grid_for_all(tmp_path):
     assert qph.usable_cores()
 
 
+def test_the_transformer_pair_averages_the_last_epoch_checkpoints_with_each_toolkits_own_tool(tmp_path, monkeypatch):
+    """Both averages are the mean of the last N epoch checkpoints' weights: nmtkit-average for nmtkit,
+    the fairseq snippet (run here with this Python: it needs only torch) for fairseq's layout."""
+    import torch
+
+    import quality_per_hour as qph
+    from tests.helpers import make_checkpoint
+
+    assert set(qph.AVERAGE_LAST) == {"nmtkit-transformer", "fairseq-transformer"}
+    monkeypatch.setattr(qph, "peer_bin", lambda args, venv, tool: Path(sys.executable))
+    fair, ours = tmp_path / "fairseq-transformer", tmp_path / "nmtkit-transformer"
+    (fair / "ckpt").mkdir(parents=True)
+    for epoch in range(1, 5):  # fairseq's layout: {"model": state dict, ...}; an int tensor stays the newest's
+        torch.save({"model": {"w": torch.full((2,), float(epoch)), "version": torch.tensor([epoch])}, "epoch": epoch},
+                   fair / "ckpt" / f"checkpoint{epoch}.pt")
+    (fair / "ckpt" / "checkpoint_last.pt").write_bytes((fair / "ckpt" / "checkpoint4.pt").read_bytes())
+    label, out, epochs = qph.average_last(None, "fairseq-transformer", fair, 3)
+    got = torch.load(out, weights_only=False)
+    assert (label, epochs) == ("avg3", ["2", "3", "4"]) and got["model"]["w"].tolist() == [3.0, 3.0]
+    assert got["model"]["version"].tolist() == [4] and got["epoch"] == 4
+    (ours / "ckpt").mkdir(parents=True)
+    for epoch in (1, 2):
+        make_checkpoint(ours / "ckpt" / f"checkpoint{epoch}.pt", "transformer_test", seed=epoch)
+    label, out, epochs = qph.average_last(None, "nmtkit-transformer", ours, 10)
+    states = [torch.load(ours / "ckpt" / f"checkpoint{e}.pt", weights_only=False)["model"] for e in (1, 2)]
+    avg = torch.load(out, weights_only=False)["model"]
+    key = next(k for k, v in states[0].items() if v.is_floating_point() and not torch.equal(v, states[1][k]))
+    assert (label, epochs) == ("avg2", ["1", "2"]) and torch.allclose(avg[key], (states[0][key] + states[1][key]) / 2)
+    (ours / "ckpt" / "checkpoint2.pt").unlink()
+    assert qph.average_last(None, "nmtkit-transformer", ours, 10) is None  # one checkpoint: nothing to average
+
+
 def test_fairseq_transformer_layout_is_nmtkits():
     """The same-shape claim of the Transformer peer rests on this count (bench/peers.py)."""
     for v in (1000, 8008):

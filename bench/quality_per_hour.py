@@ -549,6 +549,12 @@ def scores(hyp: Path, ref: Path) -> dict:
             "signature": str(b.get_signature())}
 
 
+def fresh_output(hyp: Path, ckpt: Path, source: Path) -> bool:
+    """Whether ``hyp`` is a whole translation of ``source`` written after ``ckpt`` (an evaluation
+    that was interrupted, or re-run to add a candidate, does not translate it again)."""
+    return hyp.is_file() and hyp.stat().st_mtime >= ckpt.stat().st_mtime and bl.count_lines(hyp) == bl.count_lines(source)
+
+
 def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Path, test: bool = True) -> dict:
     """Greedy valid BLEU of every checkpoint, then (``test``) beam 5 on test2016 with the best one."""
     w, system = work / run, system_of(run)
@@ -563,7 +569,8 @@ def eval_one(args: argparse.Namespace, run: str, core: int, txt: Path, work: Pat
         if system == "fairseq":
             ck = fairseq_ema_weights(args, ck)
         hyp = ev / f"valid.{label}.de"
-        translate(args, system, ck, sources(args, "valid", txt), 1, w, hyp, core=core)
+        if not fresh_output(hyp, ck, sources(args, "valid", txt)[False]):  # an earlier evaluation's is reused
+            translate(args, system, ck, sources(args, "valid", txt), 1, w, hyp, core=core)
         s = scores(hyp, Path(f"{bl.raw_prefix(args.data, 'valid')}.de"))
         curve.append({"checkpoint": label, "path": str(ck), "wall_s": round(ck.stat().st_mtime - info["start"], 1),
                       "valid_bleu": s["bleu"]})

@@ -76,7 +76,8 @@ SUITES: dict[str, dict] = {
     # ones (Garg et al. 2019: eflomal's links supervise the alignment layer's cross-attention)
     "aer-transformer": {"work": "/root/aer-transformer", "steps": [("aer_hansards", [
         "--max-train", "0", "--arch", "transformer_tiny", "--batch-size", "0", "--train-args", "--max-tokens 4096",
-        "--rounds", "3", "--train-minutes", "20", "--guided-rounds", "3", "--alignment-layers", "0", "1", "2", "3"])]},
+        "--rounds", "3", "--train-minutes", "20", "--guided-rounds", "3", "--guided-args", "--alignment-heads 1",
+        "--alignment-layers", "0", "1", "2", "3"])]},
     # the Multi30k recipe (examples/multi30k): 2 seeds side by side for 2 h, float32 and bf16
     "recipe": {"work": "/root/m30k-recipe", "steps": [
         ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),

@@ -365,6 +365,8 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=80, help="nmtkit-preprocess --max-len (default: %(default)s)")
     ap.add_argument("--guided-rounds", type=int, default=0, help="also train guided models (eflomal's links, --guided-alignment-weight) "
                     "this many rounds of --train-minutes (default: %(default)s)")
+    ap.add_argument("--guided-args", default="", help="extra nmtkit-train flags for the guided models only "
+                    "(e.g. '--alignment-heads 1': one supervised head, as Garg et al. 2019)")
     ap.add_argument("--head-rounds", type=int, default=0, help="also train guided models with --alignment-head this many rounds of --train-minutes (default: %(default)s)")
     ap.add_argument("--guided-weight", type=float, default=1.0, help="--guided-alignment-weight of the guided models (default: %(default)s)")
     ap.add_argument("--alignment-layers", type=int, nargs="*", default=[], metavar="L",
@@ -430,7 +432,8 @@ def main() -> None:
     records: list[dict] = []
     kinds = [("attention", "", args.rounds, [])]
     if args.guided_rounds:
-        kinds.append(("guided", "-guided", args.guided_rounds, ["--guided-alignment-weight", str(args.guided_weight)]))
+        kinds.append(("guided", "-guided", args.guided_rounds, ["--guided-alignment-weight", str(args.guided_weight),
+                                                                *shlex.split(args.guided_args)]))
     if args.head_rounds:
         kinds.append(("guided-head", "-guided-head", args.head_rounds,
                       ["--guided-alignment-weight", str(args.guided_weight), "--alignment-head"]))
@@ -545,7 +548,8 @@ def main() -> None:
         f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in meta)} training pairs kept), "
         f"both directions trained side by side, {args.rounds} x {args.train_minutes:g} min of wall time each (SIGTERM via "
         f"`timeout` makes the trainer write `checkpoint_last.pt`; the same command resumes it), aligned after each round, {args.threads} torch thread(s) each{f', extra flags `{args.train_args}`' if args.train_args else ''}. "
-        + (f"Guided models: the same, plus `--guided-alignment-weight {args.guided_weight:g}` towards eflomal's grow-diag-final-and links of "
+        + (f"Guided models: the same, plus `--guided-alignment-weight {args.guided_weight:g}`"
+           + (f" `{args.guided_args}`" if args.guided_args else "") + " towards eflomal's grow-diag-final-and links of "
            f"the training pairs (written into the data directories with `--alignfile`), {args.guided_rounds} x {args.train_minutes:g} min. "
            if args.guided_rounds else "") +
         (f"Guided models with an alignment head (`--alignment-head`: an extra attention that also sees the target word it aligns, "

@@ -93,8 +93,7 @@ class ModelBundle:
         items = checkpoint_paths(path)
         model, ckpts = load_ensemble(items, dev)
         if o.alignment_layer is not None or o.alignment_heads is not None:
-            for member in model.members:
-                member.choose_alignment(o.alignment_layer, o.alignment_heads)
+            model.choose_alignment(o.alignment_layer, o.alignment_heads)
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
         if cuda_graphs and "search" not in model.cuda_graph_support:

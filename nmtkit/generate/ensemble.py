@@ -109,6 +109,14 @@ class EnsembleModel(nn.Module):
         """Where ``--cuda-graphs`` applies to every member (see Seq2SeqModel.cuda_graph_support)."""
         return frozenset.intersection(*(frozenset(getattr(m, "cuda_graph_support", ())) for m in self.members))
 
+    def choose_alignment(self, layer: Optional[int], heads: Optional[int]) -> None:
+        """``--alignment-layer``/``--alignment-heads`` for the members that have layers of heads to
+        choose from (a Transformer beside a recurrent model: the Transformer's); with none, the
+        first member's one-line refusal."""
+        choosers = [m for m in self.members if m.has_attention_layers] or self.members[:1]
+        for member in choosers:
+            member.choose_alignment(layer, heads)
+
     def max_source_len(self) -> Optional[int]:
         """The longest source every member can take in full (None: no member has a limit)."""
         limits = [n for n in (m.max_source_len() for m in self.members) if n is not None]

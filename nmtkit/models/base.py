@@ -86,8 +86,13 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     has_attention: bool = True
     #: True when decode_step accepts ``g`` rows per encoded sentence (see the module docstring).
     shares_encoder_rows: ClassVar[bool] = False
+    #: True when the reported attention is one of several layers and heads (:meth:`choose_alignment`).
+    has_attention_layers: ClassVar[bool] = False
     #: True when :meth:`forward_with_posterior` is implemented (see nmtkit.models.posterior).
     has_posterior: bool = False
+    #: True when some parameters learn only from the guided-alignment loss (RNNsearch's
+    #: ``alignment_head``): training refuses to run without that loss.
+    needs_guided_alignment: bool = False
     #: Names of ``Linear`` submodules whose output feeds the next decoder step besides the
     #: recurrent state (Luong's ``W_c`` under input feeding): ``--quantize int8`` keeps them in
     #: bf16, since int8 rounding there compounds over the steps (nmtkit.generate.quantize).

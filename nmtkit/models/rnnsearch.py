@@ -83,6 +83,7 @@ class RNNSearchModel(Seq2SeqModel):
         self.W_s = Linear(h, cfg.layers * h)
         self.attention = AdditiveAttention(h, 2 * h, cfg.attention_dim)
         self.align_head = AdditiveAttention(h + cfg.embed_dim, 2 * h, cfg.attention_dim) if cfg.alignment_head else None
+        self.needs_guided_alignment = cfg.alignment_head
         self.tgt_embed = nn.Embedding(len(tgt_dict), cfg.embed_dim, padding_idx=PAD_ID)
         self.decoder = nn.GRU(
             cfg.embed_dim + 2 * h, h, num_layers=cfg.layers, batch_first=True,

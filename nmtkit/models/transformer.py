@@ -45,6 +45,8 @@ from nmtkit.models.registry import register_model
 
 ACTIVATIONS = ("relu", "gelu")
 TRANSFORMER_INITS = ("xavier", "uniform")
+#: The default alignment layer: the penultimate, where Garg et al. (2019) read and supervise it.
+ALIGNMENT_LAYER = -2
 
 
 @dataclass
@@ -68,7 +70,7 @@ class TransformerConfig:
                                                     "(Press & Wolf 2017).")
     share_all_embeddings: bool = option(False, "One embedding matrix for source, target and output "
                                         "(joined dictionary).")
-    alignment_layer: int = option(-2, "Decoder layer whose cross-attention is the alignment (negative: from the "
+    alignment_layer: int = option(ALIGNMENT_LAYER, "Decoder layer whose cross-attention is the alignment (negative: from the "
                                   "top; -2 is the penultimate layer, as Garg et al. 2019).")
     alignment_heads: int = option(0, "Average the alignment layer's first N heads (0: all heads).")
     init: str = option("xavier", "xavier: Xavier-uniform weights, N(0, d^-1/2) embeddings, zero biases "
@@ -86,7 +88,9 @@ class TransformerConfig:
             require(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value}")
         require_choice("activation", self.activation, ACTIVATIONS)
         require_choice("init", self.init, TRANSFORMER_INITS)
-        require(-self.decoder_layers <= self.alignment_layer < self.decoder_layers,
+        # the default, -2 (the penultimate layer), means the only layer of a one-layer decoder
+        require(-self.decoder_layers <= self.alignment_layer < self.decoder_layers
+                or (self.alignment_layer == ALIGNMENT_LAYER and self.decoder_layers == 1),
                 f"alignment_layer must be in [-{self.decoder_layers}, {self.decoder_layers - 1}] "
                 f"for {self.decoder_layers} decoder layers, got {self.alignment_layer}")
         require(0 <= self.alignment_heads <= self.heads,
@@ -95,8 +99,8 @@ class TransformerConfig:
         require_at_most("init_scale", self.init_scale, MAX_INIT_SCALE)
 
     def alignment_layer_index(self) -> int:
-        """``alignment_layer`` as an index from the bottom."""
-        return self.alignment_layer % self.decoder_layers
+        """``alignment_layer`` as an index from the bottom (the default's on one layer: 0)."""
+        return max(self.alignment_layer, -self.decoder_layers) % self.decoder_layers
 
 
 def sinusoids(positions: Tensor, dim: int) -> Tensor:
@@ -165,14 +169,14 @@ class MultiheadAttention(nn.Module):
         """Heads ``q`` ``[B, H, T, d]`` over ``k``/``v`` ``[B, H, S, d]`` -> (output ``[B, T, D]``,
         weights ``[B, H, T, S]`` when ``need_weights``)."""
         p = self.dropout if self.training else 0.0
+        t, s = q.size(2), k.size(2)
+        if causal and (need_weights or mask is not None or t != s):  # else the kernel's own causal mask
+            tri = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)  # query i sees keys up to s - t + i
+            mask, causal = (tri if mask is None else mask & tri), False
         if need_weights:
-            if causal:
-                t, s = q.size(2), k.size(2)
-                tri = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)
-                mask = tri if mask is None else mask & tri
             out, weights = attend_with_weights(q, k, v, mask, p, self.training)
             return self.out_proj(merge_heads(out)), weights
-        out = fused_attention(q, k, v, mask, p, causal and mask is None)
+        out = fused_attention(q, k, v, mask, p, causal)
         return self.out_proj(merge_heads(out)), None
 
 
@@ -278,6 +282,7 @@ class TransformerModel(Seq2SeqModel):
 
     Config = TransformerConfig
     shares_encoder_rows = True
+    has_attention_layers = True
     #: The decoder state grows by one key and value per step: the fixed-shape search of
     #: ``--cuda-graphs`` (fixed-size state buffers) does not apply, nor does the training step
     #: loop's graphs (there is no step loop).
@@ -366,7 +371,7 @@ class TransformerModel(Seq2SeqModel):
                 v = torch.cat([cache[f"v{i}"].to(v.dtype), v], dim=2)
             new_cache[f"k{i}"], new_cache[f"v{i}"] = k, v
             want = need_weights and i == self.align_index
-            x, weights = layer(x, k, v, q, cache is None and x.size(1) > 1,
+            x, weights = layer(x, k, v, q, x.size(1) > 1,  # several steps (teacher forcing, or after a cache): causal
                                enc.extra[f"k{i}"], enc.extra[f"v{i}"], cross_mask, g, want)
             if weights is not None:
                 heads = self.cfg.alignment_heads or weights.size(1)

@@ -48,7 +48,7 @@ def check_guided_alignment(weight: float, arch: str, model: torch.nn.Module, has
     says where they are missing) and attention: refuse it at once otherwise; an alignment head
     learns only from it."""
     if weight <= 0:
-        if getattr(model.cfg, "alignment_head", False):
+        if getattr(model, "needs_guided_alignment", False):
             raise NmtkitError("--alignment-head is trained only by the guided-alignment loss: "
                               "give --guided-alignment-weight (and data preprocessed with --alignfile)")
         return

@@ -83,7 +83,8 @@ CHECKPOINT_CASES = {
     "symbol_with_a_line_break": (lambda c: c["tgt_dict"].__setitem__(5, c["tgt_dict"][5] + "\nX"),
                                  "field 'tgt_dict': symbol 5 ("),
     "duplicate_symbol": (lambda c: c["src_dict"].__setitem__(6, c["src_dict"][5]), "field 'src_dict': symbol 6 ("),
-    "unknown_model": (lambda c: c.update(model_name="transformer"), "transformer"),
+    "unknown_model": (lambda c: c.update(model_name="no_such_model"), "no_such_model"),
+    "weights_of_another_model": (lambda c: c.update(model_name="transformer"), "transformer"),
     "model_is_a_list": (lambda c: c.update(model=[1, 2]), "field 'model' must be an object, not list"),
     "nan_weights": (_nan, "holds NaN or infinite values"),
     "inf_weights": (_inf, "holds NaN or infinite values"),
@@ -116,8 +117,9 @@ def test_crafted_checkpoints_are_one_line_naming_file_and_field(tmp_path, cmd, c
     assert line.startswith(f"nmtkit-{cmd}: error: {bad}") and expected in line, line
 
 
-def test_a_finite_checkpoint_still_translates(tmp_path):
-    res = _run("translate", make_checkpoint(tmp_path / "ok.pt"), tmp_path)
+@pytest.mark.parametrize("arch", ["luong_tiny", "transformer_test"])
+def test_a_finite_checkpoint_still_translates(tmp_path, arch):
+    res = _run("translate", make_checkpoint(tmp_path / "ok.pt", arch), tmp_path)
     assert res.exit_code == 0, res.output
 
 

@@ -81,12 +81,14 @@ def test_multihead_attention_equals_the_formula_with_padding_and_causal_masks(ca
     torch.testing.assert_close(got_w_out, want, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(got_w, want_w, atol=1e-6, rtol=1e-5)
     assert (got_w.masked_select(~full.expand_as(got_w)) == 0).all()
-    # the module's own choice of path, causal flag included, gives the same
-    out_fast, _ = mha.attend(q, k, v, None if causal and (lengths == t).all() else key_mask, causal=causal)
+    # the module's own choice of path, the causal flag with and without a padding mask, gives the same
+    out_fast, _ = mha.attend(q, k, v, key_mask, causal=causal)
     out_slow, w = mha.attend(q, k, v, key_mask, causal=causal, need_weights=True)
-    if not causal:
-        torch.testing.assert_close(out_fast, out_slow, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out_fast, out_slow, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(w, want_w, atol=1e-6, rtol=1e-5)
+    full_rows = (lengths == t).nonzero().squeeze(1)  # no padding: the kernel's own causal mask
+    out_kernel, _ = mha.attend(q[full_rows], k[full_rows], v[full_rows], None, causal=causal)
+    torch.testing.assert_close(out_kernel, out_fast[full_rows], atol=1e-6, rtol=1e-5)
 
 
 def test_attention_check_can_fail() -> None:
@@ -119,6 +121,32 @@ def test_incremental_decoding_equals_the_teacher_forced_pass(opts: dict) -> None
     torch.testing.assert_close(attn, step_attn, atol=1e-6, rtol=1e-5)
     assert (attn.masked_select(src.eq(PAD_ID)[:, None, :].expand_as(attn)) == 0).all()
     torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:2]))
+
+
+def test_several_steps_after_a_cache_stay_causal() -> None:
+    """Decoding T > 1 steps onto a cache masks the later of them from the earlier (the mask is
+    aligned to the newest keys), as the teacher-forced pass does."""
+    model = tiny().eval()
+    src, lengths, prev, _ = batch()
+    with torch.no_grad():
+        logits, _ = model(src, lengths, prev)
+        enc = model.encode(src, lengths)
+        state = model.init_decoder_state(enc)
+        lp, _, state = model.decode_step(prev[:, 0], state, enc)
+        x = model._embed(prev[:, 1:], 1, model.tgt_embed, model.tgt_positions)
+        rest, _, _ = model._decode(x, enc, state, need_weights=False)
+        rest = model.project_output(rest)
+    torch.testing.assert_close(lp, torch.log_softmax(logits[:, 0].float(), -1), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(rest, logits[:, 1:], atol=1e-5, rtol=1e-5)
+
+
+def test_the_default_alignment_layer_of_a_one_layer_decoder_is_its_only_layer() -> None:
+    model = tiny(decoder_layers=1)
+    assert model.align_index == 0
+    with pytest.raises(NmtkitError, match="alignment_layer must be in"):
+        tiny(decoder_layers=1, alignment_layer=-3)
+    with pytest.raises(NmtkitError, match="alignment_layer must be in"):
+        tiny(decoder_layers=2, alignment_layer=-3)
 
 
 def test_padding_and_batch_company_change_nothing() -> None:
@@ -231,6 +259,25 @@ def test_resume_is_bit_exact(data_dir, tmp_path) -> None:  # noqa: ANN001
     assert a["train_state"]["state"]["update"] == b["train_state"]["state"]["update"] > 3
     for key, value in a["model"].items():
         assert torch.equal(value, b["model"][key]), key
+    _assert_same(a["train_state"]["optimizer"], b["train_state"]["optimizer"], "optimizer")  # Adam's moments, step, lr
+    _assert_same(a["train_state"]["schedule"], b["train_state"]["schedule"], "schedule")
+    assert a["train_state"]["optimizer"]["param_groups"][0]["lr"] > 0
+
+
+def _assert_same(a: object, b: object, where: str) -> None:
+    """Nested dicts/lists of tensors and plain values, equal bit for bit."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _assert_same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
 
 
 def _trained(data_dir, tmp_path):  # noqa: ANN001, ANN202
@@ -312,6 +359,11 @@ def test_the_alignment_layer_and_heads_can_be_chosen_at_load_time(tmp_path) -> N
     luong = make_checkpoint(tmp_path / "l.pt", "luong_tiny", seed=2)
     with pytest.raises(NmtkitError, match="luong has one attention to read"):
         ModelBundle.load(str(luong), device="cpu", alignment_heads=1)
+    # an ensemble of both: the choice is the Transformer's, the Luong model reports its one attention
+    mixed = ModelBundle.load(f"{ckpt}:{luong}", device="cpu", alignment_layer=1)
+    assert [getattr(m, "align_index", None) for m in mixed.model.members] == [1, None]
+    with pytest.raises(NmtkitError, match=r"alignment_layer must be in \[-2, 1\]"):
+        ModelBundle.load(f"{luong}:{ckpt}", device="cpu", alignment_layer=5)
 
 
 def test_learned_positions_bound_the_search_instead_of_failing_mid_translation(tmp_path) -> None:  # noqa: ANN001

@@ -174,9 +174,11 @@ def test_missing_file_and_option_errors(files: dict[str, str]) -> None:
 
 
 # -- model scoring (forced decoding) ---------------------------------------------------------------
-@pytest.fixture
-def tiny_model(tiny_parallel: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
-    """(checkpoint, data dir, raw dir): an untrained 1-layer Luong model on a preprocessed toy corpus."""
+@pytest.fixture(params=[("luong", {"embed_dim": 8, "hidden_size": 8, "layers": 1, "dropout": 0.0}),
+                        ("transformer", {"embed_dim": 8, "ffn_dim": 16, "heads": 2, "encoder_layers": 1,
+                                         "decoder_layers": 1, "dropout": 0.0})], ids=lambda p: p[0])
+def tiny_model(tiny_parallel: Path, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, Path, Path]:
+    """(checkpoint, data dir, raw dir): an untrained 1-layer Luong model or Transformer on a preprocessed toy corpus."""
     import torch
 
     from nmtkit.cli.preprocess import command as preprocess
@@ -190,10 +192,11 @@ def tiny_model(tiny_parallel: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
     assert res.exit_code == 0, res.output
     dd = DataDir(data)
     torch.manual_seed(0)
-    cfg = config_from_dict("luong", {"embed_dim": 8, "hidden_size": 8, "layers": 1, "dropout": 0.0})
-    model = build_model("luong", cfg, dd.src_dict, dd.tgt_dict)
+    name, options = request.param
+    cfg = config_from_dict(name, options)
+    model = build_model(name, cfg, dd.src_dict, dd.tgt_dict)
     ckpt = tmp_path / "model.pt"
-    save_checkpoint(ckpt, model_payload(model, "luong", dd.pipeline("en"), dd.pipeline("de")))
+    save_checkpoint(ckpt, model_payload(model, name, dd.pipeline("en"), dd.pipeline("de")))
     return ckpt, data, tiny_parallel
 
 

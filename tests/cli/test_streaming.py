@@ -11,6 +11,7 @@ import time
 import pytest
 
 from nmtkit.utils.streaming import PAUSE, iter_raw_lines
+from tests.helpers import make_checkpoint
 
 
 def test_reader_yields_lines_and_pauses_and_holds_partial_lines():
@@ -42,7 +43,9 @@ def _read_line(stream, timeout: float) -> bytes:  # noqa: ANN001
 
 
 @pytest.mark.slow
-def test_translate_answers_each_line_before_the_next_arrives(random_ckpt):
+@pytest.mark.parametrize("arch", ["luong_tiny", "transformer_test"])
+def test_translate_answers_each_line_before_the_next_arrives(tmp_path, arch):
+    random_ckpt = make_checkpoint(tmp_path / "random.pt", arch)
     proc = subprocess.Popen([sys.executable, "-m", "nmtkit.cli.translate", "--path", str(random_ckpt), "--threads", "1",
                              "--beam", "2", "--quiet"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:

@@ -28,6 +28,8 @@ VARIANTS = [
     ("rnnsearch_tiny", {}),
     ("rnnencdec_tiny", {}),
     ("rnnencdec_tiny", {"cell": "gru", "bahdanau_decoder": True, "maxout_size": 16}),
+    ("transformer_test", {}),
+    ("transformer_test", {"normalize_before": True, "share_all_embeddings": True}),
 ]
 
 
@@ -51,7 +53,7 @@ def test_every_model_type_runs_quantized_and_stays_close(tmp_path, arch, overrid
     float_layers = [m for m in member.modules() if isinstance(m, (nn.Linear, nn.LSTM, nn.GRU))]
     # all float layers replaced, but the feedback layers where the CPU has no native bf16
     assert float_layers == [getattr(member, n) for n in member.feedback_layers if isinstance(getattr(member, n), nn.Linear)]
-    if arch != "rnnencdec_tiny" or overrides:
+    if arch.startswith(("luong", "rnnsearch")) or (arch == "rnnencdec_tiny" and overrides):  # recurrent cells to quantize
         assert any(isinstance(m, QuantizedRNN) for m in member.modules())
     src, lengths = _batch(len(ref.src_dict))
     with torch.inference_mode():

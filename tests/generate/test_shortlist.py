@@ -17,7 +17,7 @@ from nmtkit.generate.search import beam_search
 from nmtkit.generate.bundle import load_ensemble
 from nmtkit.generate.shortlist import Shortlist, TextTable, check_shortlist, compile_shortlist, sentence_keys
 
-ARCHS = ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"]
+ARCHS = ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny", "transformer_test"]
 LINES = ["the cat sits .", "a dog sees the man , Anna sleeps .", "the man runs .", "Anna"]
 
 

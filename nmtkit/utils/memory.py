@@ -46,7 +46,8 @@ def allocation_guard(what: str) -> Iterator[None]:
 
 
 #: The model options that decide how much memory the weights take.
-MODEL_SIZE_OPTIONS = ("hidden_size", "embed_dim", "layers", "maxout_size", "attention_dim")
+MODEL_SIZE_OPTIONS = ("hidden_size", "embed_dim", "ffn_dim", "layers", "encoder_layers", "decoder_layers", "maxout_size",
+                      "attention_dim", "max_positions")
 
 
 def model_size_hint(cfg: object) -> str:

@@ -78,6 +78,12 @@ SUITES: dict[str, dict] = {
         "--max-train", "0", "--arch", "transformer_tiny", "--batch-size", "0", "--train-args", "--max-tokens 4096",
         "--rounds", "3", "--train-minutes", "20", "--guided-rounds", "3", "--guided-args", "--alignment-heads 1",
         "--alignment-layers", "0", "1", "2", "3"])]},
+    # the Transformer set-up of the Multi30k recipe, chosen on valid (2 h each, side by side; test2016 untouched):
+    # Wu et al.'s 8,000 updates take one core about an hour now: the 2 h go to more updates of their tiny
+    # shape or to the wider transformer_m30k
+    "recipe-choice": {"work": "/root/m30k-choice", "steps": [("recipe_choice", [
+        "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000",
+        "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"])]},
     # the Multi30k recipe (examples/multi30k): 2 seeds side by side for 2 h, float32 and bf16
     "recipe": {"work": "/root/m30k-recipe", "steps": [
         ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),
@@ -104,6 +110,7 @@ SMOKE = {
     "preprocess": ["--bpe-merges", "500"],
     "aer_hansards": ["--max-train", "2000", "--rounds", "1", "--train-minutes", "0.5", "--guided-rounds", "0"],
     "quality": ["--hours", "0.01", "--seeds", "1"],
+    "recipe_choice": ["--hours", "0.01"],
 }
 
 #: Modules whose argument parser has no --work/--data/--peers (benchlib.add_common_args).

@@ -7,6 +7,8 @@
 #   ENSEMBLE="1 2" bash examples/multi30k/run.sh       # after both seeds: translate with both
 #   AMP=bf16 bash examples/multi30k/run.sh             # train in bf16 mixed precision (CPU with native bf16)
 #   ARCH=transformer_tiny bash examples/multi30k/run.sh  # the Transformer with Wu et al. (2021)'s recipe (below)
+#   SPLIT=valid RUN=tiny16k ARCH=transformer_tiny MAX_UPDATE=16000 bash examples/multi30k/run.sh
+#                                                      # a variant scored on valid only (how a setting is chosen)
 #
 # Every step skips work already done: a finished training (marked by SEED_DIR/.trained) is not
 # repeated, an interrupted one resumes from checkpoint_last.pt (with the rest of its --stop-time-hours
@@ -17,17 +19,20 @@ set -euo pipefail
 SRC=${SRC:-en}
 TGT=${TGT:-de}
 SEED=${SEED:-1}
+RUN=${RUN:-seed$SEED}      # the model's folder and label in $WORK (a variant of the same seed needs its own)
+SPLIT=${SPLIT:-test2016}   # the set translated and scored: valid to choose between variants, test2016 once chosen
 HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
 AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (docs/guide/training.md)
 ARCH=${ARCH:-luong_m30k}   # luong_m30k, or a Transformer preset (transformer_tiny, transformer_m30k)
 case "$ARCH" in transformer*) DEFAULT_AVG=5 ;; *) DEFAULT_AVG=3 ;; esac
+MAX_UPDATE=${MAX_UPDATE:-8000}  # Transformers: Wu et al.'s 8000 updates (the wall-clock budget stops it earlier)
 AVG=${AVG:-$DEFAULT_AVG}   # average the last N epoch checkpoints
 DATA_ROOT=${NMTKIT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
 RAW=$DATA_ROOT/multi30k
 WORK=${WORK:-m30k-$SRC-$TGT}
 DATA=$WORK/data
-CK=$WORK/seed$SEED
+CK=$WORK/$RUN
 mkdir -p "$WORK"
 
 if [ ! -f "$DATA/meta.json" ]; then
@@ -36,13 +41,13 @@ if [ ! -f "$DATA/meta.json" ]; then
 fi
 
 translate_and_score() {  # $1: label, $2: checkpoint path(s) joined by ':'
-    local hyp="$WORK/test2016.$1.hyp.$TGT"
+    local hyp="$WORK/$SPLIT.$1.hyp.$TGT"
     if [ ! -s "$hyp" ]; then
-        nmtkit-translate --path "$2" --beam 5 --batch-size 64 --threads "$THREADS" < "$RAW/test2016.$SRC" > "$hyp"
+        nmtkit-translate --path "$2" --beam 5 --batch-size 64 --threads "$THREADS" < "$RAW/$SPLIT.$SRC" > "$hyp"
     fi
     mkdir -p "$WORK/scores"
-    { printf '%s\t' "$1"; nmtkit-score --sys "$hyp" --ref "$RAW/test2016.$TGT" --metrics bleu,chrf | tr '\n' '\t'; echo; } \
-        > "$WORK/scores/$1.txt"
+    { printf '%s\t' "$SPLIT.$1"; nmtkit-score --sys "$hyp" --ref "$RAW/$SPLIT.$TGT" --metrics bleu,chrf | tr '\n' '\t'; echo; } \
+        > "$WORK/scores/$SPLIT.$1.txt"
     cat "$WORK"/scores/*.txt > "$WORK/scores.txt"
 }
 
@@ -66,7 +71,7 @@ if [ ! -f "$CK/.trained" ]; then
     case "$ARCH" in
     transformer*)
         nmtkit-train "$DATA" --arch "$ARCH" --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
-            --max-tokens 4096 --label-smoothing 0.1 --max-update 8000 --max-epoch 1000 --stop-time-hours "$HOURS" \
+            --max-tokens 4096 --label-smoothing 0.1 --max-update "$MAX_UPDATE" --max-epoch 1000 --stop-time-hours "$HOURS" \
             --keep-last "$AVG" ;;
     *)
         nmtkit-train "$DATA" --arch "$ARCH" --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
@@ -74,12 +79,12 @@ if [ ! -f "$CK/.trained" ]; then
             --eval-bleu --eval-bleu-beam 1 --best-checkpoint-metric loss --keep-last "$AVG" ;;
     esac
     touch "$CK/.trained"
-    rm -f "$CK/checkpoint_avg.pt" "$WORK"/test2016.seed$SEED-*.hyp.$TGT "$WORK"/test2016.ensemble-*.hyp.$TGT
+    rm -f "$CK/checkpoint_avg.pt" "$WORK"/*."$RUN"-*.hyp.$TGT "$WORK"/*.ensemble-*.hyp.$TGT
 fi
 
 if [ ! -f "$CK/checkpoint_avg.pt" ]; then
     nmtkit-average --last "$AVG" --save-dir "$CK" -o "$CK/checkpoint_avg.pt"
 fi
-translate_and_score "seed$SEED-best" "$CK/checkpoint_best.pt"
-translate_and_score "seed$SEED-avg$AVG" "$CK/checkpoint_avg.pt"
+translate_and_score "$RUN-best" "$CK/checkpoint_best.pt"
+translate_and_score "$RUN-avg$AVG" "$CK/checkpoint_avg.pt"
 cat "$WORK/scores.txt"

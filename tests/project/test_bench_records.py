@@ -339,3 +339,21 @@ def test_a_record_without_a_host_takes_the_host_of_its_runs_other_records():
     assert records.derive_from_run(bare, found).startswith("Host X (derived")
     assert records.derive_from_run(other_run, found) is None  # nothing of its own run says
     assert records.derive_from_run(fingerprinted, found) is None  # has its own
+
+
+def test_recipe_choice_reads_its_candidates_and_the_recipes_valid_scores(tmp_path):
+    import recipe_choice as rc
+
+    assert rc.parse_candidate("tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000") == (
+        "tiny16k", {"ARCH": "transformer_tiny", "MAX_UPDATE": "16000"})
+    for bad in ("noarch:MAX_UPDATE=1", "x:HOURS=3,ARCH=a", ":ARCH=a", "x y:ARCH=a", "x:ARCH"):
+        with pytest.raises(SystemExit):
+            rc.parse_candidate(bad)
+    sig = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1"
+    (tmp_path / "scores.txt").write_text(
+        f"valid.tiny16k-avg5\tvalid.tiny16k-avg5.hyp.de\tBLEU\t40.12\t{sig}\tvalid.tiny16k-avg5.hyp.de\tchrF2\t64.00\t{sig}\t\n"
+        f"valid.tiny16k-best\tvalid.tiny16k-best.hyp.de\tBLEU\t39.50\t{sig}\t\n"
+        f"test2016.seed1-best\tx\tBLEU\t1.00\t{sig}\t\n")
+    assert rc.valid_scores(tmp_path, "tiny16k") == {"avg": 40.12, "best": 39.5}
+    with pytest.raises(SystemExit, match="no valid scores of m30k"):
+        rc.valid_scores(tmp_path, "m30k")

@@ -110,7 +110,7 @@ SMOKE = {
     "preprocess": ["--bpe-merges", "500"],
     "aer_hansards": ["--max-train", "2000", "--rounds", "1", "--train-minutes", "0.5", "--guided-rounds", "0"],
     "quality": ["--hours", "0.01", "--seeds", "1"],
-    "recipe_choice": ["--hours", "0.01"],
+    "recipe_choice": ["--hours", "0.01", "--candidates", "a:ARCH=transformer_test", "b:ARCH=transformer_test,MAX_UPDATE=50"],
 }
 
 #: Modules whose argument parser has no --work/--data/--peers (benchlib.add_common_args).

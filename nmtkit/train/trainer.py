@@ -34,7 +34,6 @@ from nmtkit.train.state import TrainState
 from nmtkit.train.stop_signals import StopNow, StopSignals, interruptible
 from nmtkit.train.validation import record_best
 from nmtkit.utils.amp import autocast
-from nmtkit.utils.heap import release_freed_memory
 from nmtkit.utils.textio import ensure_dir
 
 
@@ -294,7 +293,6 @@ class Trainer:
             if saved:
                 display.message(saved_sizes(self.run.save_dir, self.run.written))
         plot_learning_curve(self.run)
-        release_freed_memory()  # the heap keeps freed buffers for the steps; once an epoch they go back
         if opt.patience > 0 and st.bad_epochs >= opt.patience:
             display.message(f"early stopping: validation {opt.best_checkpoint_metric} did not improve for {opt.patience} epochs")
             self.run.log({"event": "early_stop", "epoch": epoch})

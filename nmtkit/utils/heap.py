@@ -9,10 +9,6 @@ times one from memory the process kept, and training ran faster so (bench/README
 has no caching allocator on the CPU, so the heap is told to keep what it frees instead: the process's resident memory then stays
 at its peak rather than returning freed buffers to the system, which a training run reaches
 again at the next long batch anyway.
-
-The heap never shrinks on its own then, and batches of ever new shapes fragment it: a Transformer
-run grew by hundreds of MB an hour.  :func:`release_freed_memory` (``malloc_trim``) hands the
-free pages back once an epoch, where one page fault per page is nothing against the epoch.
 """
 from __future__ import annotations
 
@@ -34,18 +30,5 @@ def keep_freed_memory() -> bool:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD - 1))
-    except (OSError, AttributeError):
-        return False
-
-
-def release_freed_memory() -> bool:
-    """Return the heap's free pages to the kernel (glibc's ``malloc_trim(0)``); the heap keeps its
-    structure, so the next step's buffers fault those pages in again.  False off glibc/Linux."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.malloc_trim(0)
-        return True
     except (OSError, AttributeError):
         return False

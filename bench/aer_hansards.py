@@ -114,7 +114,7 @@ def preprocess(steps: Steps, args, data: Path, work: Path, alignfiles: dict[str,
             "nmtkit-preprocess", "-s", s, "-t", t, "--trainpref", data / "train", "--validpref", data / "valid",
             "--testpref", data / "test", "--bpe", "subword-nmt", "--bpe-merges", str(args.bpe_merges),
             "--alignfile", alignfiles[f"{s}-{t}"], "--max-len", str(args.max_len), "--workers", "1",
-            "--destdir", work / f"bin-{s}-{t}", "--overwrite"]}
+            *shlex.split(args.preprocess_args), "--destdir", work / f"bin-{s}-{t}", "--overwrite"]}
     steps.parallel(jobs)
 
 
@@ -365,6 +365,8 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=80, help="nmtkit-preprocess --max-len (default: %(default)s)")
     ap.add_argument("--guided-rounds", type=int, default=0, help="also train guided models (eflomal's links, --guided-alignment-weight) "
                     "this many rounds of --train-minutes (default: %(default)s)")
+    ap.add_argument("--preprocess-args", default="", help="extra nmtkit-preprocess flags for both data directories "
+                    "(e.g. '--joined-dictionary' for a preset that ties all embeddings)")
     ap.add_argument("--guided-args", default="", help="extra nmtkit-train flags for the guided models only "
                     "(e.g. '--alignment-heads 1': one supervised head, as Garg et al. 2019)")
     ap.add_argument("--head-rounds", type=int, default=0, help="also train guided models with --alignment-head this many rounds of --train-minutes (default: %(default)s)")
@@ -544,7 +546,8 @@ def main() -> None:
         (f"Training data: all {n_train:,} `house-senate.training` pairs, normalized by " if not args.max_train else
          f"Training data: the first {n_train:,} of the 310,661 `house-senate.training` pairs (`--max-train {args.max_train}`), normalized by ")
         + f"`examples/hansards/prepare.py`; dev/test: the 100 HLT-NAACL 2003 gold pairs (sure + possible links, English source). "
-        f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len {args.max_len}` "
+        f"nmtkit: joint BPE {args.bpe_merges} merges, `--max-len {args.max_len}`"
+        + (f" `{args.preprocess_args}`" if args.preprocess_args else "") + " "
         f"({', '.join(f'{d}: ' + str(meta[d].get('splits', {}).get('train', {}).get('sentences', '?')) for d in meta)} training pairs kept), "
         f"both directions trained side by side, {args.rounds} x {args.train_minutes:g} min of wall time each (SIGTERM via "
         f"`timeout` makes the trainer write `checkpoint_last.pt`; the same command resumes it), aligned after each round, {args.threads} torch thread(s) each{f', extra flags `{args.train_args}`' if args.train_args else ''}. "

@@ -78,7 +78,7 @@ def hour_rows(records: list[dict]) -> Iterable[list[str]]:
 
     qph = [r for r in records if r.get("bench") == "quality_per_hour"]
     newest = {r["system"]: r for r in qph}
-    for system in ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq"):
+    for system in ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "nmtkit-transformer", "fairseq-transformer"):
         if system in newest:
             r = newest[system]
             batch = list({x.get("seed", 1): x for x in qph if x["system"] == system and x.get("date") == r.get("date")}.values())

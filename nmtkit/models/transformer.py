@@ -45,8 +45,7 @@ from nmtkit.models.registry import register_model
 
 ACTIVATIONS = ("relu", "gelu")
 TRANSFORMER_INITS = ("xavier", "uniform")
-#: The default alignment layer: the penultimate, where Garg et al. (2019) read and supervise it.
-ALIGNMENT_LAYER = -2
+ALIGNMENT_LAYER = -2  #: the default: the penultimate layer, where Garg et al. (2019) read and supervise it
 
 
 @dataclass
@@ -88,8 +87,7 @@ class TransformerConfig:
             require(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value}")
         require_choice("activation", self.activation, ACTIVATIONS)
         require_choice("init", self.init, TRANSFORMER_INITS)
-        # the default, -2 (the penultimate layer), means the only layer of a one-layer decoder
-        require(-self.decoder_layers <= self.alignment_layer < self.decoder_layers
+        require(-self.decoder_layers <= self.alignment_layer < self.decoder_layers  # the default: a single layer's own
                 or (self.alignment_layer == ALIGNMENT_LAYER and self.decoder_layers == 1),
                 f"alignment_layer must be in [-{self.decoder_layers}, {self.decoder_layers - 1}] "
                 f"for {self.decoder_layers} decoder layers, got {self.alignment_layer}")
@@ -168,8 +166,7 @@ class MultiheadAttention(nn.Module):
                need_weights: bool = False) -> tuple[Tensor, Optional[Tensor]]:
         """Heads ``q`` ``[B, H, T, d]`` over ``k``/``v`` ``[B, H, S, d]`` -> (output ``[B, T, D]``,
         weights ``[B, H, T, S]`` when ``need_weights``)."""
-        p = self.dropout if self.training else 0.0
-        t, s = q.size(2), k.size(2)
+        p, t, s = (self.dropout if self.training else 0.0), q.size(2), k.size(2)
         if causal and (need_weights or mask is not None or t != s):  # else the kernel's own causal mask
             tri = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)  # query i sees keys up to s - t + i
             mask, causal = (tri if mask is None else mask & tri), False

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -69,14 +70,21 @@ def run_candidates(args: argparse.Namespace, work: Path, candidates: dict[str, d
             "SPLIT": "valid", "NMTKIT_DATA": args.data}
     labels = list(candidates)
     runs: dict[str, bl.Run] = {}
+    first_done = threading.Event()  # the preprocessing candidate ended (so a failed one cannot leave the others waiting)
 
     def one(k: int, wave: list[str]) -> None:
         label = wave[k]
         env = {**base, **candidates[label], "RUN": label}
         if k > 0:
             while not (work / "data" / "meta.json").exists():
+                if first_done.is_set():
+                    raise SystemExit(f"{work / 'data'}: not preprocessed (see {work / (wave[0] + '.log')})")
                 time.sleep(2)
-        runs[label] = bl.run_cmd(["taskset", "-c", str(cores[k % len(cores)]), "bash", RECIPE], work / f"{label}.log", env=env)
+        try:
+            runs[label] = bl.run_cmd(["taskset", "-c", str(cores[k % len(cores)]), "bash", RECIPE], work / f"{label}.log", env=env)
+        finally:
+            if k == 0:
+                first_done.set()
 
     for start in range(0, len(labels), len(cores)):
         wave = labels[start:start + len(cores)]

@@ -84,7 +84,10 @@ SUITES: dict[str, dict] = {
     # shape or to the wider transformer_m30k
     "recipe-choice": {"work": "/root/m30k-choice", "steps": [("recipe_choice", [
         "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000",
-        "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"])]},
+        "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"]),
+        # then test2016, once: the chosen candidate alone, and all candidates ensembled
+        ("recipe_choice", ["--phase", "test", "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000",
+                           "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"])]},
     # the Multi30k recipe (examples/multi30k): 2 seeds side by side for 2 h, float32 and bf16
     "recipe": {"work": "/root/m30k-recipe", "steps": [
         ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),
@@ -111,7 +114,8 @@ SMOKE = {
     "preprocess": ["--bpe-merges", "500"],
     "aer_hansards": ["--max-train", "2000", "--rounds", "1", "--train-minutes", "0.5", "--guided-rounds", "0"],
     "quality": ["--hours", "0.01", "--seeds", "1"],
-    "recipe_choice": ["--hours", "0.01", "--candidates", "a:ARCH=transformer_test,AVG=1",
+    # 0.02 h: one epoch of transformer_test, so that there is a checkpoint to average
+    "recipe_choice": ["--hours", "0.02", "--candidates", "a:ARCH=transformer_test,AVG=1",
                       "b:ARCH=transformer_test,MAX_UPDATE=200,AVG=1"],
 }
 

@@ -11,6 +11,12 @@ has the highest valid BLEU is the choice.  test2016 is never translated here: th
 
 ``--record`` writes one ``recipe_choice`` record per candidate, the choice marked.
 
+``--phase test`` comes once the choice is made (its work folder reused, nothing retrained): the
+recipe translates test2016 with the chosen candidate's best and averaged checkpoints, and every
+candidate's averaged checkpoint together translate valid and test2016 as one ensemble (the
+candidates share the recipe's data and dictionary).  ``--record`` writes them as ``quality``
+records, the recipe's own kind, for one model and for two.
+
     python bench/recipe_choice.py --work /root/m30k-choice --hours 2 --record \\
         --candidates tiny8k:ARCH=transformer_tiny,MAX_UPDATE=8000 tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000
 """
@@ -19,11 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import threading
 import time
 from pathlib import Path
 
 import benchlib as bl
+from quality import lowercased_tokenized_bleu, score
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
 #: The recipe's variables a candidate may set.
@@ -92,17 +100,76 @@ def run_candidates(args: argparse.Namespace, work: Path, candidates: dict[str, d
     return runs
 
 
+def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict[str, str]]) -> None:
+    """test2016 of the candidate chosen on valid (one model) and of all candidates ensembled (two)."""
+    scores = {label: valid_scores(work, label) for label in candidates}
+    choice = max(candidates, key=lambda label: scores[label]["avg"])
+    raw = Path(args.data) / "multi30k"
+    env = {**os.environ, "WORK": str(work), "HOURS": str(args.hours), "THREADS": "1", "SEED": str(args.seed),
+           "SPLIT": "test2016", "NMTKIT_DATA": args.data, **candidates[choice], "RUN": choice}
+    load_before = bl.uptime_line()
+    commands = [bl.run_cmd(["bash", RECIPE], work / f"{choice}.test2016.log", env=env).shell()]
+    ensemble = "+".join(candidates)
+    paths = ":".join(str(work / label / "checkpoint_avg.pt") for label in candidates)
+    for split in ("valid", "test2016"):
+        hyp = work / f"{split}.ensemble-{ensemble}.hyp.de"
+        cmd = [bl.nmtkit_bin("nmtkit-translate"), "--path", paths, "--beam", "5", "--batch-size", "64", "--threads", "1"]
+        if not hyp.exists():
+            bl.run_cmd(cmd, work / f"ensemble.{split}.log", stdin=raw / f"{split}.en", stdout=hyp)
+        commands.append(f"{shlex.join(cmd)} < {raw / f'{split}.en'} > {hyp}")
+    load_after = bl.uptime_line()
+    ref = raw / "test2016.de"
+    wall = {label: read_train_wall(work / label / "train_log.jsonl") for label in candidates}
+    systems = [("single", choice, work / f"test2016.{choice}-best.hyp.de"),
+               ("averaged", choice, next(work.glob(f"test2016.{choice}-avg*.hyp.de"))),
+               ("ensemble", ensemble, work / f"test2016.ensemble-{ensemble}.hyp.de")]
+    rows, records = [], []
+    for system, label, hyp in systems:
+        bleu, chrf = score(hyp, ref)
+        lc = lowercased_tokenized_bleu(hyp, ref, "de")
+        arch = "+".join(candidates[part]["ARCH"] for part in label.split("+"))
+        hours = max(wall[part] for part in label.split("+")) / 3600
+        rows.append([system, label, arch, f"{bleu:.2f}", f"{lc:.2f}", f"{chrf:.2f}", f"{hours:.2f}"])
+        records.append({"system": system, "toolkit": "nmtkit", "arch": arch, "candidates": label, "seed": args.seed,
+                        "bleu": round(bleu, 2), "bleu_lc_tok": round(lc, 2), "chrf": round(chrf, 2),
+                        "train_wall_s": round(hours * 3600), "chosen_on": "valid (recipe_choice)"})
+    valid_ens, _ = score(work / f"valid.ensemble-{ensemble}.hyp.de", raw / "valid.de")
+    table = bl.md_table(["system", "candidate(s)", "arch", "BLEU", "BLEU (lowercased, Moses-tokenized)", "chrF", "train h"], rows)
+    body = (f"The candidate chosen on valid (**{choice}**, valid BLEU of its average {scores[choice]['avg']:.2f}) and the "
+            f"ensemble of every candidate's average (valid BLEU {valid_ens:.2f}), each model trained {args.hours:g} h on one "
+            f"core (side by side) by examples/multi30k/run.sh, in the precision it picks (--amp auto); test2016 translated "
+            f"once, beam 5, scored with sacreBLEU (cased, detokenized) and chrF2.\n\n{table}\n")
+    print("\n" + table)
+    if args.record:
+        bl.append_results(bl.section("quality: Multi30k en-de test2016, the recipe set-up chosen on valid", bl.machine_info(),
+                                     load_before, load_after, bl.software_line({}), body, commands))
+        bl.append_jsonl(records, {"bench": "quality", "pair": "en-de", "set": "test2016", "amp": "auto",
+                                  "load": {"before": load_before, "after": load_after}})
+
+
+def read_train_wall(log: Path) -> float:
+    """Training wall seconds of a candidate (bench/quality.py's reading of the recipe's log)."""
+    from quality import read_log
+
+    return read_log(log)["train_wall_s"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     bl.add_common_args(ap)
     ap.add_argument("--candidates", nargs="+", required=True, metavar="LABEL:VAR=VALUE,...")
     ap.add_argument("--hours", type=float, default=2.0, help="training wall time of each candidate (default: %(default)s)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--phase", choices=["choose", "test"], default="choose",
+                    help="choose: train the candidates and score valid; test: once chosen, test2016 of the choice and of "
+                         "the candidates' ensemble (default: %(default)s)")
     args = ap.parse_args()
     candidates = dict(parse_candidate(c) for c in args.candidates)
     work = Path(args.work)
     bl.check_outside_repo(work)
     bl.check_raw_data(args.data)
+    if args.phase == "test":
+        return test_chosen(args, work, candidates)
     work.mkdir(parents=True, exist_ok=True)
     load_before = bl.uptime_line()
     runs = run_candidates(args, work, candidates)

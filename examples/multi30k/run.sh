@@ -83,7 +83,12 @@ if [ ! -f "$CK/.trained" ]; then
 fi
 
 if [ ! -f "$CK/checkpoint_avg.pt" ]; then
-    nmtkit-average --last "$AVG" --save-dir "$CK" -o "$CK/checkpoint_avg.pt"
+    # a short budget may end before AVG epochs: average the epoch checkpoints there are (none: nmtkit-average says so)
+    have=$(find "$CK" -maxdepth 1 -regex '.*/checkpoint[0-9]+\.pt' | wc -l)
+    if [ "$have" -gt 0 ] && [ "$have" -lt "$AVG" ]; then
+        echo "run.sh: $CK has $have epoch checkpoint(s), fewer than AVG=$AVG: averaging those" >&2
+    fi
+    nmtkit-average --last "$(( have > 0 && have < AVG ? have : AVG ))" --save-dir "$CK" -o "$CK/checkpoint_avg.pt"
 fi
 translate_and_score "$RUN-best" "$CK/checkpoint_best.pt"
 translate_and_score "$RUN-avg$AVG" "$CK/checkpoint_avg.pt"

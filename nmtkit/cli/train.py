@@ -97,6 +97,7 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
     from nmtkit.train.lock import SaveDirLock
     from nmtkit.train.options import resolve_train_options
     from nmtkit.train.trainer import StopTraining, Trainer
+    from nmtkit.utils.amp import precision_name
 
     from nmtkit.data.dataset import is_data_dir
     from nmtkit.train.display import stamp
@@ -128,7 +129,8 @@ def command(data: str, **kw) -> None:  # noqa: ANN003
                 console.print(stamp() + resumed)
             else:
                 console.print(f"{stamp()}training {opt.arch} ({m.model_name}, {m.num_parameters():,} parameters) on {trainer.device}"
-                              f"{f' x{dist.world_size} processes' if dist.enabled else ''}; checkpoints in {opt.save_dir}")
+                              f"{f' x{dist.world_size} processes' if dist.enabled else ''} in {precision_name(trainer.run.amp_dtype)}; "
+                              f"checkpoints in {opt.save_dir}")
         try:
             state = trainer.train()
         except StopTraining as exc:

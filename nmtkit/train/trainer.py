@@ -33,7 +33,7 @@ from nmtkit.train.run import build_run
 from nmtkit.train.state import TrainState
 from nmtkit.train.stop_signals import StopNow, StopSignals, interruptible
 from nmtkit.train.validation import record_best
-from nmtkit.utils.amp import autocast
+from nmtkit.utils.amp import autocast, precision_name
 from nmtkit.utils.textio import ensure_dir
 
 
@@ -156,7 +156,8 @@ class Trainer:
         if finished:
             raise StopTraining(finished)
         self.run.log({"event": "start", "epoch": self.run.state.epoch, "update": self.run.state.update, "arch": opt.arch,
-                  "model": self.run.model_name, "parameters": self.run.model.num_parameters(), "world_size": self.run.dist.world_size})
+                  "model": self.run.model_name, "parameters": self.run.model.num_parameters(), "world_size": self.run.dist.world_size,
+                      "precision": precision_name(self.run.amp_dtype)})
         with display:
             while opt.max_epoch <= 0 or self.run.state.epoch <= opt.max_epoch:
                 if self.stop_signals.received:  # e.g. arrived while the epoch's checkpoints were written

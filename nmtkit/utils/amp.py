@@ -73,6 +73,11 @@ def resolve_amp(amp: str, device: torch.device, *, training: bool = False) -> Op
     raise NmtkitError(f"--amp {amp} needs a CUDA device (this run is on {device}; use --amp none or auto)")
 
 
+def precision_name(dtype: Optional[torch.dtype]) -> str:
+    """How a run computes, for its log: ``float32`` or ``bf16 autocast`` (``auto`` does not say which it chose)."""
+    return "float32" if dtype is None else f"{str(dtype).removeprefix('torch.').replace('bfloat16', 'bf16').replace('float16', 'fp16')} autocast"
+
+
 def autocast(device: torch.device, dtype: Optional[torch.dtype]) -> ContextManager:
     """Mixed precision on ``device`` with ``dtype`` (from :func:`resolve_amp`); None: a no-op."""
     if dtype is None:

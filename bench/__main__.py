@@ -88,6 +88,10 @@ SUITES: dict[str, dict] = {
         # then test2016, once: the chosen candidate alone, and all candidates ensembled
         ("recipe_choice", ["--phase", "test", "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000",
                            "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"])]},
+    # the lecture's self-attention "soft match" fed to the recurrent encoder (issue 36): the recurrent recipe with
+    # and without --encoder-self-attention, side by side, scored on valid only
+    "encoder-self-attention": {"work": "/root/m30k-selfatt", "steps": [("recipe_choice", [
+        "--hours", "0.5", "--candidates", "plain:ARCH=luong_m30k", "selfatt:ARCH=luong_m30k,TRAIN_ARGS=--encoder-self-attention"])]},
     # the Multi30k recipe (examples/multi30k): 2 seeds side by side for 2 h, float32 and bf16
     "recipe": {"work": "/root/m30k-recipe", "steps": [
         ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),

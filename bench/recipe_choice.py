@@ -35,7 +35,7 @@ from quality import lowercased_tokenized_bleu, score
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
 #: The recipe's variables a candidate may set.
-VARIABLES = ("ARCH", "MAX_UPDATE", "AVG", "AMP")
+VARIABLES = ("ARCH", "MAX_UPDATE", "AVG", "AMP", "TRAIN_ARGS")
 
 
 def parse_candidate(text: str) -> tuple[str, dict[str, str]]:
@@ -123,6 +123,9 @@ def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict
     systems = [("single", choice, work / f"test2016.{choice}-best.hyp.de"),
                ("averaged", choice, next(work.glob(f"test2016.{choice}-avg*.hyp.de"))),
                ("ensemble", ensemble, work / f"test2016.ensemble-{ensemble}.hyp.de")]
+    from nmtkit.utils.amp import cpu_has_native_bf16
+
+    amp = "bf16" if cpu_has_native_bf16() else "none"  # what the recipe's --amp auto trained in here
     rows, records = [], []
     for system, label, hyp in systems:
         bleu, chrf = score(hyp, ref)
@@ -130,7 +133,8 @@ def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict
         arch = "+".join(candidates[part]["ARCH"] for part in label.split("+"))
         hours = max(wall[part] for part in label.split("+")) / 3600
         rows.append([system, label, arch, f"{bleu:.2f}", f"{lc:.2f}", f"{chrf:.2f}", f"{hours:.2f}"])
-        records.append({"system": system, "toolkit": "nmtkit", "arch": arch, "candidates": label, "seed": args.seed,
+        records.append({"system": system, "toolkit": f"nmtkit-{'fp32' if amp == 'none' else amp}", "amp": amp, "arch": arch, "candidates": label, "seed": args.seed,
+                        "settings": {part: candidates[part] for part in label.split("+")},
                         "bleu": round(bleu, 2), "bleu_lc_tok": round(lc, 2), "chrf": round(chrf, 2),
                         "train_wall_s": round(hours * 3600), "chosen_on": "valid (recipe_choice)"})
     valid_ens, _ = score(work / f"valid.ensemble-{ensemble}.hyp.de", raw / "valid.de")
@@ -143,7 +147,7 @@ def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict
     if args.record:
         bl.append_results(bl.section("quality: Multi30k en-de test2016, the recipe set-up chosen on valid", bl.machine_info(),
                                      load_before, load_after, bl.software_line({}), body, commands))
-        bl.append_jsonl(records, {"bench": "quality", "pair": "en-de", "set": "test2016", "amp": "auto",
+        bl.append_jsonl(records, {"bench": "quality", "pair": "en-de", "set": "test2016",
                                   "load": {"before": load_before, "after": load_after}})
 
 

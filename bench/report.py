@@ -112,6 +112,13 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("seed(s)", lambda r: r.get("seed", r.get("seeds", ""))), ("BLEU", lambda r: _f(r.get("bleu"), ".2f")),
       ("lc-tok", lambda r: _f(r.get("bleu_lc_tok"), ".2f")),
       ("chrF", lambda r: _f(r.get("chrf"), ".2f")), ("train h", lambda r: _f((r.get("train_wall_s") or 0) / 3600, ".2f"))]),
+    ("recipe_choice", "Recipe set-ups compared on valid (examples/multi30k, SPLIT=valid; beam 5, cased sacreBLEU)",
+     ("candidate", "setting", "hours", "seed"),
+     [("candidate", lambda r: r.get("candidate") + (" (chosen)" if r.get("chosen") else "")),
+      ("recipe variables", lambda r: ", ".join(f"{k}={v}" for k, v in (r.get("setting") or {}).items())),
+      ("updates", lambda r: _f(r.get("updates"), ",")), ("train h", lambda r: r.get("hours")),
+      ("valid BLEU best", lambda r: _f(r.get("valid_bleu_best"), ".2f")),
+      ("valid BLEU average", lambda r: _f(r.get("valid_bleu_avg"), ".2f"))]),
     ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better)",
      ("system", "arch", "alignment_layer", "symmetrization", "align_shift", "links_from"),
      [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()

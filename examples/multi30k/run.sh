@@ -28,6 +28,7 @@ ARCH=${ARCH:-luong_m30k}   # luong_m30k, or a Transformer preset (transformer_ti
 case "$ARCH" in transformer*) DEFAULT_AVG=5 ;; *) DEFAULT_AVG=3 ;; esac
 MAX_UPDATE=${MAX_UPDATE:-8000}  # Transformers: Wu et al.'s 8000 updates (the wall-clock budget stops it earlier)
 AVG=${AVG:-$DEFAULT_AVG}   # average the last N epoch checkpoints
+TRAIN_ARGS=${TRAIN_ARGS:-} # more nmtkit-train options, e.g. TRAIN_ARGS=--encoder-self-attention (a variant to compare on valid)
 DATA_ROOT=${NMTKIT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
 RAW=$DATA_ROOT/multi30k
 WORK=${WORK:-m30k-$SRC-$TGT}
@@ -72,11 +73,11 @@ if [ ! -f "$CK/.trained" ]; then
     transformer*)
         nmtkit-train "$DATA" --arch "$ARCH" --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
             --max-tokens 4096 --label-smoothing 0.1 --max-update "$MAX_UPDATE" --max-epoch 1000 --stop-time-hours "$HOURS" \
-            --keep-last "$AVG" ;;
+            --keep-last "$AVG" $TRAIN_ARGS ;;
     *)
         nmtkit-train "$DATA" --arch "$ARCH" --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
             --batch-size 64 --label-smoothing 0.1 --max-epoch 100 --ema-decay 0.999 --stop-time-hours "$HOURS" \
-            --eval-bleu --eval-bleu-beam 1 --best-checkpoint-metric loss --keep-last "$AVG" ;;
+            --eval-bleu --eval-bleu-beam 1 --best-checkpoint-metric loss --keep-last "$AVG" $TRAIN_ARGS ;;
     esac
     touch "$CK/.trained"
     rm -f "$CK/checkpoint_avg.pt" "$WORK"/*."$RUN"-*.hyp.$TGT "$WORK"/*.ensemble-*.hyp.$TGT

@@ -155,12 +155,17 @@ def option_types(config_cls: type) -> dict[str, Any]:
 @torch.no_grad()
 def init_uniform_(model: nn.Module, scale: float) -> None:
     """Draw every parameter from U(-scale, scale), as both papers do, then zero the
-    ``<pad>`` rows of embeddings so padding never contributes a vector."""
+    ``<pad>`` rows of embeddings so padding never contributes a vector.  LayerNorm (the
+    Transformer's; the papers' models have none) starts at gain 1 and bias 0: gains near zero
+    would scale every sub-layer's output down to nothing."""
     for p in model.parameters():
         p.uniform_(-scale, scale)
     for m in model.modules():
         if isinstance(m, nn.Embedding) and m.padding_idx is not None:
             m.weight[m.padding_idx].zero_()
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
 
 
 @torch.no_grad()

@@ -73,7 +73,7 @@ class TransformerConfig:
                                   "top; -2 is the penultimate layer, as Garg et al. 2019).")
     alignment_heads: int = option(0, "Average the alignment layer's first N heads (0: all heads).")
     init: str = option("xavier", "xavier: Xavier-uniform weights, N(0, d^-1/2) embeddings, zero biases "
-                       "(fairseq's scheme); uniform: U(-init_scale, init_scale).", choices=TRANSFORMER_INITS)
+                       "(fairseq's scheme); uniform: U(-init_scale, init_scale), LayerNorm at (1, 0).", choices=TRANSFORMER_INITS)
     init_scale: float = option(0.1, "Uniform init range [-x, x] with --init uniform.")
 
     def validate(self) -> None:

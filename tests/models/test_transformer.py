@@ -378,3 +378,16 @@ def test_learned_positions_bound_the_search_instead_of_failing_mid_translation(t
         translator = Translator.from_checkpoint(str(ckpt), beam=3, device="cpu", max_len_a=0, max_len_b=50)
         out = translator.translate(["the cat sits .", "a dog sees the man ."])
         assert len(out) == 2 and all(len(line.split()) <= positions - 1 for line in out), out
+
+
+def test_uniform_init_keeps_layer_norm_at_one_and_zero() -> None:
+    """--init uniform draws the weights from U(-x, x) but not LayerNorm: gains near 0 would
+    scale each sub-layer's output towards nothing."""
+    model = tiny(init="uniform", init_scale=0.05, normalize_before=True)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert norms
+    for m in norms:
+        assert torch.equal(m.weight, torch.ones_like(m.weight)) and torch.equal(m.bias, torch.zeros_like(m.bias))
+    in_norms = {id(p) for m in norms for p in m.parameters()}
+    others = [p for p in model.parameters() if id(p) not in in_norms]
+    assert all(p.abs().max() <= 0.05 for p in others) and any(p.abs().max() > 0.04 for p in others)

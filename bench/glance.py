@@ -49,7 +49,7 @@ def decode_rows(records: list[dict]) -> Iterable[list[str]]:
                      and r.get("threads") == threads and "sent_s" in r and "peer" not in r]
             if found:
                 r = found[-1]
-                yield [f"translate test2016 beam 5, {threads} thread(s), recipe model, {system[7:]}",
+                yield [f"translate test2016 beam 5, {threads} thread(s), recipe model{' ' + r['arch'] if r.get('arch') else ''}, {system[7:]}",
                        f"{r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net of start-up), BLEU {r['bleu']:.2f}",
                        f"float32 BLEU {r['bleu_fp32']:.2f}" if r.get("bleu_fp32") is not None else "", "", *stamp(r)]
 
@@ -108,13 +108,15 @@ def quality_rows(records: list[dict]) -> Iterable[list[str]]:
     for r in reversed(records):
         if r.get("bench") != "quality" or r.get("pair") != "en-de":
             continue
-        key = (run_toolkit(records, r), r.get("system"), round((r.get("train_wall_s") or 0) / 900))  # per quarter hour
+        # the newest of each model, precision and system (records without an arch came before the recipe took ARCH)
+        key = (r.get("arch") or "luong_m30k", run_toolkit(records, r), r.get("system"))
         if key in seen:
             continue
         seen.add(key)
         wall = f", {r['train_wall_s'] / 3600:.2f} h of training" if r.get("train_wall_s") else ""
-        yield [f"Multi30k en-de test2016, recipe, {key[0][7:]}, {key[1]}{wall}", f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}",
-               "", "", *stamp(r)]
+        lc = f", lc-tok BLEU {r['bleu_lc_tok']:.2f}" if r.get("bleu_lc_tok") is not None else ""
+        yield [f"Multi30k en-de test2016, recipe {key[0]}, {key[1][7:]}, {key[2]}{wall}",
+               f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}{lc}", "", "", *stamp(r)]
 
 
 def other_rows(records: list[dict]) -> Iterable[list[str]]:

@@ -312,6 +312,7 @@ def main() -> None:
         if unknown:
             raise SystemExit(f"--decode-paths: unknown {', '.join(unknown)} (choose from {', '.join(DECODE_PATHS)})")
         decode_body, decode_cmds, decode_records = decode_speed(wdir, args.seeds, ref, src, tgt, Path(args.data), paths)
+        decode_records = [{**r, "arch": args.arch} for r in decode_records]
         body += "\n" + decode_body
         commands = [*commands, *decode_cmds]
         load_after = bl.uptime_line()

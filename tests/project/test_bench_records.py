@@ -346,6 +346,7 @@ def test_recipe_choice_reads_its_candidates_and_the_recipes_valid_scores(tmp_pat
 
     assert rc.parse_candidate("tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000") == (
         "tiny16k", {"ARCH": "transformer_tiny", "MAX_UPDATE": "16000"})
+    assert rc.parse_candidate("sa:ARCH=luong_m30k,TRAIN_ARGS=--encoder-self-attention")[1]["TRAIN_ARGS"] == "--encoder-self-attention"
     for bad in ("noarch:MAX_UPDATE=1", "x:HOURS=3,ARCH=a", ":ARCH=a", "x y:ARCH=a", "x:ARCH"):
         with pytest.raises(SystemExit):
             rc.parse_candidate(bad)

@@ -358,3 +358,20 @@ def test_recipe_choice_reads_its_candidates_and_the_recipes_valid_scores(tmp_pat
     assert rc.valid_scores(tmp_path, "tiny16k") == {"avg": 40.12, "best": 39.5}
     with pytest.raises(SystemExit, match="no valid scores of m30k"):
         rc.valid_scores(tmp_path, "m30k")
+
+
+def test_glance_recipe_rows_keep_the_newest_of_each_model_precision_and_system():
+    import glance
+
+    def rec(arch, system, bleu, date):
+        r = {"bench": "quality", "pair": "en-de", "toolkit": "nmtkit-bf16", "system": system, "bleu": bleu, "chrf": 60.0,
+             "train_wall_s": 7200, "date": date, "commit": "abc1234"}
+        return {**r, "arch": arch} if arch else r
+
+    records = [rec(None, "single", 39.0, "2026-11-24"), rec("transformer_tiny", "single", 38.0, "2026-11-27"),
+               rec("transformer_tiny", "single", 40.0, "2026-11-28"), rec("transformer_tiny", "averaged", 40.5, "2026-11-28")]
+    rows = list(glance.quality_rows(records))
+    labels = [row[0] for row in rows]
+    assert len(rows) == 3 and sum("recipe transformer_tiny, bf16, single" in lab for lab in labels) == 1
+    assert any("recipe luong_m30k, bf16, single" in lab for lab in labels)  # no arch: before the recipe took ARCH
+    assert "BLEU 40.00" in next(row[1] for row in rows if "transformer_tiny, bf16, single" in row[0])  # the newest

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import benchlib as bl
-from quality import lowercased_tokenized_bleu, score
+from quality import lowercased_tokenized_bleu, read_log, score
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
 #: The recipe's variables a candidate may set.
@@ -70,12 +70,25 @@ def valid_scores(work: Path, label: str) -> dict[str, float]:
     return found
 
 
+def recipe_env(args: argparse.Namespace, work: Path, split: str) -> dict[str, str]:
+    """The recipe's environment shared by every candidate: work folder, budget, one thread, seed, split."""
+    return {**os.environ, "WORK": str(work), "HOURS": str(args.hours), "THREADS": "1", "SEED": str(args.seed),
+            "SPLIT": split, "NMTKIT_DATA": args.data}
+
+
+def trained_precision(env: dict[str, str]) -> str:
+    """What the candidate trained in: its ``AMP``, or what ``--amp auto`` picks on this CPU."""
+    from nmtkit.utils.amp import cpu_has_native_bf16
+
+    amp = env.get("AMP", "auto")
+    return amp if amp != "auto" else ("bf16" if cpu_has_native_bf16() else "none")
+
+
 def run_candidates(args: argparse.Namespace, work: Path, candidates: dict[str, dict[str, str]]) -> dict[str, bl.Run]:
     """The recipe for every candidate, ``len(cores)`` at a time; the first preprocesses the data,
     which the others then share (they start once its data directory is written)."""
     cores = sorted(os.sched_getaffinity(0))
-    base = {**os.environ, "WORK": str(work), "HOURS": str(args.hours), "THREADS": "1", "SEED": str(args.seed),
-            "SPLIT": "valid", "NMTKIT_DATA": args.data}
+    base = recipe_env(args, work, "valid")
     labels = list(candidates)
     runs: dict[str, bl.Run] = {}
     first_done = threading.Event()  # the preprocessing candidate ended (so a failed one cannot leave the others waiting)
@@ -105,8 +118,7 @@ def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict
     scores = {label: valid_scores(work, label) for label in candidates}
     choice = max(candidates, key=lambda label: scores[label]["avg"])
     raw = Path(args.data) / "multi30k"
-    env = {**os.environ, "WORK": str(work), "HOURS": str(args.hours), "THREADS": "1", "SEED": str(args.seed),
-           "SPLIT": "test2016", "NMTKIT_DATA": args.data, **candidates[choice], "RUN": choice}
+    env = {**recipe_env(args, work, "test2016"), **candidates[choice], "RUN": choice}
     load_before = bl.uptime_line()
     commands = [bl.run_cmd(["bash", RECIPE], work / f"{choice}.test2016.log", env=env).shell()]
     ensemble = "+".join(candidates)
@@ -119,21 +131,22 @@ def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict
         commands.append(f"{shlex.join(cmd)} < {raw / f'{split}.en'} > {hyp}")
     load_after = bl.uptime_line()
     ref = raw / "test2016.de"
-    wall = {label: read_train_wall(work / label / "train_log.jsonl") for label in candidates}
-    systems = [("single", choice, work / f"test2016.{choice}-best.hyp.de"),
-               ("averaged", choice, next(work.glob(f"test2016.{choice}-avg*.hyp.de"))),
+    wall = {label: read_log(work / label / "train_log.jsonl")["train_wall_s"] for label in candidates}
+    averaged = next(work.glob(f"test2016.{choice}-avg*.hyp.de"), None)
+    if averaged is None:
+        raise SystemExit(f"{work}: no test2016 translation of {choice}'s average (see {work / (choice + '.test2016.log')})")
+    systems = [("single", choice, work / f"test2016.{choice}-best.hyp.de"), ("averaged", choice, averaged),
                ("ensemble", ensemble, work / f"test2016.ensemble-{ensemble}.hyp.de")]
-    from nmtkit.utils.amp import cpu_has_native_bf16
-
-    amp = "bf16" if cpu_has_native_bf16() else "none"  # what the recipe's --amp auto trained in here
     rows, records = [], []
     for system, label, hyp in systems:
+        amp = "+".join(sorted({trained_precision(candidates[part]) for part in label.split("+")}))
         bleu, chrf = score(hyp, ref)
         lc = lowercased_tokenized_bleu(hyp, ref, "de")
         arch = "+".join(candidates[part]["ARCH"] for part in label.split("+"))
         hours = max(wall[part] for part in label.split("+")) / 3600
         rows.append([system, label, arch, f"{bleu:.2f}", f"{lc:.2f}", f"{chrf:.2f}", f"{hours:.2f}"])
-        records.append({"system": system, "toolkit": f"nmtkit-{'fp32' if amp == 'none' else amp}", "amp": amp, "arch": arch, "candidates": label, "seed": args.seed,
+        records.append({"system": system, "toolkit": f"nmtkit-{'fp32' if amp == 'none' else amp}", "amp": amp, "arch": arch,
+                        "candidates": label, "seed": args.seed,
                         "settings": {part: candidates[part] for part in label.split("+")},
                         "bleu": round(bleu, 2), "bleu_lc_tok": round(lc, 2), "chrf": round(chrf, 2),
                         "train_wall_s": round(hours * 3600), "chosen_on": "valid (recipe_choice)"})
@@ -149,13 +162,6 @@ def test_chosen(args: argparse.Namespace, work: Path, candidates: dict[str, dict
                                      load_before, load_after, bl.software_line({}), body, commands))
         bl.append_jsonl(records, {"bench": "quality", "pair": "en-de", "set": "test2016",
                                   "load": {"before": load_before, "after": load_after}})
-
-
-def read_train_wall(log: Path) -> float:
-    """Training wall seconds of a candidate (bench/quality.py's reading of the recipe's log)."""
-    from quality import read_log
-
-    return read_log(log)["train_wall_s"]
 
 
 def main() -> None:

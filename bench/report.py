@@ -171,7 +171,7 @@ REMEASURE = [
     ("translate-speed", "python -m bench run translate-speed --record       # after quality-per-hour, alone"),
     ("score-memory", "python -m bench run score-memory --record"),
     ("aer", "python -m bench run aer --record                   # ~3 h: 6 x 20 min + 2 guided rounds, both directions"),
-    ("aer-transformer", "python -m bench run aer-transformer --record       # ~2.5 h: 3 x 20 min, every layer read, + 3 guided rounds"),
+    ("aer-transformer", "python -m bench run aer-transformer --record       # ~2 h: 2 x 20 min, every layer read, + 3 guided rounds"),
     ("recipe-choice", "python -m bench run recipe-choice --record         # 2 h: the recipe's Transformer set-ups on valid"),
     ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),
     ("gpu", "python -m bench run gpu --record                   # on a CUDA machine (device tool)"),

@@ -32,14 +32,14 @@ def stamp(r: dict) -> list[str]:
 
 def train_rows(records: list[dict]) -> Iterable[list[str]]:
     for system, label in (("nmtkit-fp32", "like for like: float32 vs float32"), ("nmtkit-bf16", "fast path: bf16 autocast vs float32")):
-        for peer in ("OpenNMT-py", "Marian"):
+        for peer in ("fairseq", "OpenNMT-py", "Marian"):
             for threads in (1, 2):
                 found = [r for r in records if r.get("bench") == "train_speed" and r.get("system") == system
                          and r.get("threads") == threads and str(r.get("peer", "OpenNMT-py")).startswith(peer)]
                 if found:
                     r = found[-1]
-                    yield [f"train {r['arch']}, batch 64, {threads} thread(s), {label}", f"{r['nmtkit']:,.0f} tgt tok/s steady",
-                           f"{peer} {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", *stamp(r)]
+                    yield [f"train {r['arch']}, batch {r.get('batch', '64 sentences')}, {threads} thread(s), {label}",
+                           f"{r['nmtkit']:,.0f} tgt tok/s steady", f"{r['peer']} {r.get('peer_value', 0):,.0f}", f"{r.get('ratio', float('nan')):.2f}x", *stamp(r)]
 
 
 def decode_rows(records: list[dict]) -> Iterable[list[str]]:
@@ -66,7 +66,8 @@ def peer_decode_rows(records: list[dict], fast: bool) -> Iterable[list[str]]:
         for r in newest.values():
             if (r["comparison"] == "like for like, float32") == fast:
                 continue
-            yield [f"translate test2016 beam 5, {threads} thread(s), {r['comparison']} (quality-per-hour models)",
+            yield [f"translate test2016 beam 5, {threads} thread(s), {r['comparison']} (quality-per-hour models"
+                   + (f": {r['model']} / {r.get('peer_model', r['model'])})" if r.get("model") else ")"),
                    f"{r['system']} {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), BLEU {r['bleu']:.2f}",
                    f"{r['peer']} {r['peer_value']:.1f} sent/s ({r['peer_sent_s_net']:.1f} net), BLEU {r['peer_bleu']:.2f}",
                    f"{r['ratio']:.2f}x", *stamp(r)]
@@ -159,8 +160,8 @@ def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
 def glance(records: list[dict]) -> str:
     rows = [*train_rows(records), *peer_decode_rows(records, fast=False), *hour_rows(records), *peer_decode_rows(records, fast=True),
             *decode_rows(records), *quality_rows(records), *other_rows(records)]
-    return (f"{START}\nAt a glance: the newest record of each kind in results.jsonl (like for like first, then fast paths; "
-            "each row names its host; the sections below have every host's newest records).\n\n"
+    return (f"{START}\nAt a glance: the newest record of each kind (like for like first, then fast paths; each row names its host; "
+            "the sections below have every host's newest records).\n\n"
             + md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "host", "recorded"], rows) + f"\n{END}\n")
 
 

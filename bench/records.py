@@ -77,6 +77,13 @@ def duplicates(records: Iterable[dict]) -> list[dict]:
     return split(records)[2]
 
 
+def known_host(rec: dict) -> bool:
+    """A GPU record, or a CPU record whose host was probed: its peak is known, so its figures can be
+    read as a share of it.  The rest came from machines known only as "AMD EPYC"."""
+    host = rec.get("host")
+    return str(rec.get("bench", "")).startswith("gpu") or (isinstance(host, dict) and bool(host.get("peak_gflops")))
+
+
 def host_label(rec: dict) -> str:
     import host
 

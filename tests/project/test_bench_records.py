@@ -70,6 +70,19 @@ def test_results_md_is_generated_and_short():
     text = report.render(_records(), host.read_hosts())
     assert len(text.splitlines()) <= report.MAX_LINES
     assert (BENCH / "RESULTS.md").read_text(encoding="utf-8") == text, "RESULTS.md is stale: `python -m bench report`"
+    older = (BENCH / report.RESULTS_UNPROBED_MD.name).read_text(encoding="utf-8")
+    assert older == report.render_unprobed(_records()), "RESULTS-unprobed-hosts.md is stale: `python -m bench report`"
+
+
+def test_unprobed_hosts_records_are_kept_apart_from_the_probed_ones():
+    probed = {"bench": "score_memory", "commit": "abc", "date": "2026-11-28 10:00 UTC", "lines": 7, "maxrss_mb": 11.0,
+              "wall_s": 1.0, "host": {"label": "AMD EPYC (family 26, model 2: Zen 5)", "peak_gflops": {"fp32": 1.0}}}
+    unprobed = {**probed, "lines": 9, "maxrss_mb": 22.0, "host": None, "cpu": "AMD EPYC"}
+    gpu = {"bench": "gpu_train_speed", "commit": "abc", "date": "2026-11-28 10:00 UTC", "device": "NVIDIA H200", "amp": "none",
+           "system": "nmtkit-eager", "arch": "luong_wmt_en_de", "tok_s": 5.0}
+    main, other = report.render([probed, unprobed, gpu], []), report.render_unprobed([probed, unprobed, gpu])
+    assert "| 11 |" in main and "| 22 |" not in main and "NVIDIA H200" in main and "The 1 records" in main
+    assert "| 22 |" in other and "| 11 |" not in other and "NVIDIA H200" not in other
 
 
 def test_every_table_has_a_host_column_and_uncommitted_is_never_hidden():
@@ -92,7 +105,7 @@ def test_recipe_rows_of_different_presets_do_not_supersede_each_other():
     newer = {**base, "date": "2026-11-27 10:00 UTC", "arch": "transformer_tiny", "bleu_lc_tok": 39.5}
     groups, folded = report.newest_by_host([older, newer], "quality", next(s[2] for s in report.SECTIONS if s[0] == "quality"))
     assert folded == 0 and sorted(r.get("arch", "") for _, rows in groups for r in rows) == ["", "transformer_tiny"]
-    text = report.render([older, newer], [])
+    text = report.render_unprobed([older, newer])  # no host probe in either: the unprobed hosts' file
     assert "| luong_m30k |" in text and "| transformer_tiny |" in text and "| 39.50 |" in text
     groups, folded = report.newest_by_host([older, {**older, "date": "2026-11-25 10:00 UTC", "arch": "luong_m30k"}], "quality",
                                            ("pair", "toolkit", "arch", "system", "seed"))

@@ -120,6 +120,30 @@ def quality_rows(records: list[dict]) -> Iterable[list[str]]:
                f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}{lc}", "", "", *stamp(r)]
 
 
+def aer_rows(records: list[dict]) -> Iterable[list[str]]:
+    """Hansards dev AER: each nmtkit system's best reading (symmetrization, layer) after its last
+    round in its newest run, beside eflomal's newest grow-diag-final-and on the same host (issue 36's mark)."""
+    aer = [r for r in records if r.get("bench") == "aer"]
+    newest: dict[tuple, list[dict]] = {}
+    for r in aer:
+        if str(r.get("system", "")).startswith("nmtkit"):
+            key = (r["system"], r.get("arch"))
+            if key not in newest or r.get("date") != newest[key][0].get("date"):
+                newest[key] = []
+            newest[key].append(r)
+    for (system, arch), rs in newest.items():
+        last = max(r.get("round", 0) for r in rs)
+        best = min((r for r in rs if r.get("round", 0) == last), key=lambda r: r["aer"])
+        import records as records_mod
+
+        ef = latest([r for r in aer if records_mod.host_label(r) == records_mod.host_label(best)], system="eflomal",
+                    symmetrization="grow-diag-final-and")
+        how = ", ".join(str(x) for x in (best.get("symmetrization"), best.get("links_from"),
+                                         f"layer {best['alignment_layer']}" if "alignment_layer" in best else None) if x)
+        yield [f"AER Hansards En-Fr dev (lower is better), {system} {arch}, round {last}, {best.get('train_wall_s', 0) / 60:.0f} min",
+               f"AER {best['aer']:.3f} ({how})", f"eflomal grow-diag-final-and {ef['aer']:.3f}" if ef else "", "", *stamp(best)]
+
+
 def other_rows(records: list[dict]) -> Iterable[list[str]]:
     r = latest(records, bench="score_memory")
     if r is not None:
@@ -159,7 +183,7 @@ def gpu_rows(records: list[dict]) -> Iterable[list[str]]:
 
 def glance(records: list[dict]) -> str:
     rows = [*train_rows(records), *peer_decode_rows(records, fast=False), *hour_rows(records), *peer_decode_rows(records, fast=True),
-            *decode_rows(records), *quality_rows(records), *other_rows(records)]
+            *decode_rows(records), *quality_rows(records), *aer_rows(records), *other_rows(records)]
     return (f"{START}\nAt a glance: the newest record of each kind (like for like first, then fast paths; each row names its host; "
             "the sections below have every host's newest records).\n\n"
             + md_table(["what", "nmtkit", "peer", "ratio (>1: nmtkit faster)", "host", "recorded"], rows) + f"\n{END}\n")

@@ -388,3 +388,18 @@ def test_glance_recipe_rows_keep_the_newest_of_each_model_precision_and_system()
     assert len(rows) == 3 and sum("recipe transformer_tiny, bf16, single" in lab for lab in labels) == 1
     assert any("recipe luong_m30k, bf16, single" in lab for lab in labels)  # no arch: before the recipe took ARCH
     assert "BLEU 40.00" in next(row[1] for row in rows if "transformer_tiny, bf16, single" in row[0])  # the newest
+
+
+def test_glance_aer_rows_take_the_best_reading_of_the_last_round_beside_eflomal():
+    import glance
+
+    base = {"bench": "aer", "arch": "transformer_tiny", "date": "2026-11-28 07:00 UTC", "commit": "abc",
+            "host": {"label": "AMD EPYC (family 26, model 2: Zen 5)", "peak_gflops": {"fp32": 1.0}}, "train_wall_s": 2400}
+    records = [{**base, "system": "eflomal", "symmetrization": "grow-diag-final-and", "aer": 0.084},
+               {**base, "system": "nmtkit-guided", "round": 1, "symmetrization": "intersect", "aer": 0.05},  # an earlier round
+               {**base, "system": "nmtkit-guided", "round": 2, "symmetrization": "intersect", "aer": 0.11, "alignment_layer": 2},
+               {**base, "system": "nmtkit-guided", "round": 2, "symmetrization": "grow-diag-final-and", "aer": 0.09,
+                "alignment_layer": 2}]
+    (row,) = list(glance.aer_rows(records))
+    assert "round 2" in row[0] and row[1] == "AER 0.090 (grow-diag-final-and, layer 2)"
+    assert row[2] == "eflomal grow-diag-final-and 0.084"

@@ -82,6 +82,12 @@ SUITES: dict[str, dict] = {
         "--preprocess-args=--joined-dictionary",  # transformer_tiny ties all embeddings ("=": a value that looks like a flag)
         "--rounds", "2", "--train-minutes", "20", "--guided-rounds", "3", "--guided-args", "--alignment-heads 1",
         "--alignment-layers", "0", "1", "2", "3"])]},
+    # the guided Transformer with Garg et al.'s full target context (section 4.2) at the alignment layer: only the
+    # guided models (the plain ones and eflomal's figures are aer-transformer's), 3 rounds of 20 minutes
+    "aer-transformer-full": {"work": "/root/aer-transformer-full", "steps": [("aer_hansards", [
+        "--max-train", "0", "--arch", "transformer_tiny", "--batch-size", "0", "--train-args", "--max-tokens 4096",
+        "--preprocess-args=--joined-dictionary", "--rounds", "0", "--train-minutes", "20", "--guided-rounds", "3",
+        "--guided-args", "--alignment-heads 1 --full-context-alignment", "--alignment-layers", "0", "1", "2", "3"])]},
     # the Transformer set-up of the Multi30k recipe, chosen on valid (2 h each, side by side; test2016 untouched):
     # Wu et al.'s 8,000 updates take one core about an hour now: the 2 h go to more updates of their tiny
     # shape or to the wider transformer_m30k

@@ -473,7 +473,8 @@ def main() -> None:
                 rows += [[label, f"{sym} ({how})", *prf(nmt[(shift, sym)])] for sym in SYMS if (shift, sym) in nmt]
             wall = round(max(sums[d]["seconds"] for d in ckpt))
             base = {"system": f"nmtkit-{kind}", "arch": args.arch, "round": rnd, "train_wall_s": wall,
-                    "updates": {d: sums[d]["updates"] for d in ckpt}}
+                    "updates": {d: sums[d]["updates"] for d in ckpt},
+                    **({"guided_args": args.guided_args} if kind == "guided" and args.guided_args else {})}
             for reading in (0, "posterior"):
                 if (reading, "grow-diag-final-and") not in nmt:
                     continue

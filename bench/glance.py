@@ -127,11 +127,11 @@ def aer_rows(records: list[dict]) -> Iterable[list[str]]:
     newest: dict[tuple, list[dict]] = {}
     for r in aer:
         if str(r.get("system", "")).startswith("nmtkit"):
-            key = (r["system"], r.get("arch"))
+            key = (r["system"], r.get("arch"), r.get("guided_args", ""))
             if key not in newest or r.get("date") != newest[key][0].get("date"):
                 newest[key] = []
             newest[key].append(r)
-    for (system, arch), rs in newest.items():
+    for (system, arch, guided_args), rs in newest.items():
         last = max(r.get("round", 0) for r in rs)
         best = min((r for r in rs if r.get("round", 0) == last), key=lambda r: r["aer"])
         import records as records_mod
@@ -140,7 +140,9 @@ def aer_rows(records: list[dict]) -> Iterable[list[str]]:
                     symmetrization="grow-diag-final-and")
         how = ", ".join(str(x) for x in (best.get("symmetrization"), best.get("links_from"),
                                          f"layer {best['alignment_layer']}" if "alignment_layer" in best else None) if x)
-        yield [f"AER Hansards En-Fr dev (lower is better), {system} {arch}, round {last}, {best.get('train_wall_s', 0) / 60:.0f} min",
+        variant = f" `{guided_args}`" if guided_args else ""
+        yield [f"AER Hansards En-Fr dev (lower is better), {system} {arch}{variant}, round {last}, "
+               f"{best.get('train_wall_s', 0) / 60:.0f} min",
                f"AER {best['aer']:.3f} ({how})", f"eflomal grow-diag-final-and {ef['aer']:.3f}" if ef else "", "", *stamp(best)]
 
 

@@ -123,8 +123,9 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("valid BLEU best", lambda r: _f(r.get("valid_bleu_best"), ".2f")),
       ("valid BLEU average", lambda r: _f(r.get("valid_bleu_avg"), ".2f"))]),
     ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better)",
-     ("system", "arch", "alignment_layer", "symmetrization", "align_shift", "links_from"),
+     ("system", "arch", "guided_args", "alignment_layer", "symmetrization", "align_shift", "links_from"),
      [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()
+       + (f" `{r['guided_args']}`" if r.get("guided_args") else "")
        + (f", layer {r['alignment_layer']}" if "alignment_layer" in r else "")), ("links", lambda r: r.get("links_from", "")),
       ("symmetrization", lambda r: r.get("symmetrization")), ("shift", lambda r: r.get("align_shift", "")),
       ("round", lambda r: r.get("round", "")), ("train s", lambda r: r.get("train_wall_s")), ("AER", lambda r: _f(r.get("aer"), ".3f"))]),
@@ -175,6 +176,7 @@ REMEASURE = [
     ("score-memory", "python -m bench run score-memory --record"),
     ("aer", "python -m bench run aer --record                   # ~3 h: 6 x 20 min + 2 guided rounds, both directions"),
     ("aer-transformer", "python -m bench run aer-transformer --record       # ~2 h: 2 x 20 min, every layer read, + 3 guided rounds"),
+    ("aer-transformer-full", "python -m bench run aer-transformer-full --record  # ~1.2 h: 3 guided rounds with full target context"),
     ("recipe-choice", "python -m bench run recipe-choice --record         # 2 h: the recipe's Transformer set-ups on valid"),
     ("recipe-choice-wu", "python -m bench run recipe-choice-wu --record      # 2 h: Wu et al.'s batches and averaging, on valid, then test2016"),
     ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),

@@ -21,7 +21,11 @@
   hypotheses of one sentence attend to that sentence's keys together (``shares_encoder_rows``).
 * The attention the model reports (translation alignments, ``--replace-unk``, ``nmtkit-align``,
   the guided-alignment loss) is the cross-attention of ``alignment_layer``, averaged over its
-  first ``alignment_heads`` heads (0: all), as in Garg et al. (2019).
+  first ``alignment_heads`` heads (0: all), as in Garg et al. (2019).  With
+  ``full_context_alignment`` the teacher-forced pass (guided training, ``nmtkit-align``) reads it
+  from a second pass of the layers up to it without the causal mask, so the attention that
+  predicts y_i also knows y_i (their section 4.2; fairseq's ``--full-context-alignment``);
+  translation, which does not know the words yet, reads the causal attention.
 """
 from __future__ import annotations
 
@@ -37,10 +41,11 @@ from torch.nn import functional as F
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
-from nmtkit.models.dropout import Dropout, dropout as fast_dropout
+from nmtkit.models.dropout import Dropout
 from nmtkit.models.common import MAX_INIT_SCALE, MAX_MODEL_INT, lengths_to_mask, option, tie_embeddings
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
 from nmtkit.models.gemm import Linear
+from nmtkit.models.multihead import MultiheadAttention, split_heads
 from nmtkit.models.registry import register_model
 
 ACTIVATIONS = ("relu", "gelu")
@@ -72,6 +77,8 @@ class TransformerConfig:
     alignment_layer: int = option(ALIGNMENT_LAYER, "Decoder layer whose cross-attention is the alignment (negative: from the "
                                   "top; -2 is the penultimate layer, as Garg et al. 2019).")
     alignment_heads: int = option(0, "Average the alignment layer's first N heads (0: all heads).")
+    full_context_alignment: bool = option(False, "Teacher-forced passes (guided training, nmtkit-align) read the alignment "
+                                          "from a pass without the causal mask, which sees the whole target (Garg et al. 2019).")
     init: str = option("xavier", "xavier: Xavier-uniform weights, N(0, d^-1/2) embeddings, zero biases "
                        "(fairseq's scheme); uniform: U(-init_scale, init_scale), LayerNorm at (1, 0).", choices=TRANSFORMER_INITS)
     init_scale: float = option(0.1, "Uniform init range [-x, x] with --init uniform.")
@@ -110,86 +117,6 @@ def sinusoids(positions: Tensor, dim: int) -> Tensor:
     angles = positions.float().unsqueeze(-1) * freqs
     out = torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
     return F.pad(out, (0, dim - 2 * half)) if dim % 2 else out
-
-
-def split_heads(x: Tensor, heads: int) -> Tensor:
-    """``[B, T, D]`` -> ``[B, heads, T, D / heads]``."""
-    b, t, d = x.shape
-    return x.view(b, t, heads, d // heads).transpose(1, 2)
-
-
-def merge_heads(x: Tensor) -> Tensor:
-    """``[B, heads, T, d]`` -> ``[B, T, heads * d]``."""
-    b, h, t, d = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * d)
-
-
-def attend_with_weights(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout: float,
-                        training: bool) -> tuple[Tensor, Tensor]:
-    """``softmax(q kᵀ / sqrt(d) + mask) v`` written out, returning the weights too: what
-    :func:`F.scaled_dot_product_attention` computes (``mask``: bool, True where a key takes part).
-    ``q`` ``[B, H, T, d]``, ``k``/``v`` ``[B, H, S, d]`` -> (``[B, H, T, d]``, weights ``[B, H, T, S]``)."""
-    scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(q.size(-1)))
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-    dropped = fast_dropout(weights, dropout, training) if dropout > 0 else weights
-    return torch.matmul(dropped, v), weights
-
-
-class MultiheadAttention(nn.Module):
-    """Multi-head attention with separate query, key and value projections (so that the keys
-    and values of the encoder can be computed once per sentence)."""
-
-    def __init__(self, dim: int, heads: int, dropout: float, self_attention: bool) -> None:
-        super().__init__()
-        self.heads = heads
-        self.dropout = dropout
-        self.self_attention = self_attention
-        if self_attention:  # one product for q, k and v of the same input
-            self.in_proj = Linear(dim, 3 * dim)
-        else:
-            self.q_proj = Linear(dim, dim)
-            self.kv_proj = Linear(dim, 2 * dim)
-        self.out_proj = Linear(dim, dim)
-
-    def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """Cross-attention keys and values of ``memory`` ``[B, S, D]`` -> two ``[B, H, S, d]``."""
-        k, v = self.kv_proj(memory).chunk(2, dim=-1)
-        return split_heads(k, self.heads), split_heads(v, self.heads)
-
-    def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        q, k, v = self.in_proj(x).chunk(3, dim=-1)
-        return split_heads(q, self.heads), split_heads(k, self.heads), split_heads(v, self.heads)
-
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], causal: bool = False,
-               need_weights: bool = False) -> tuple[Tensor, Optional[Tensor]]:
-        """Heads ``q`` ``[B, H, T, d]`` over ``k``/``v`` ``[B, H, S, d]`` -> (output ``[B, T, D]``,
-        weights ``[B, H, T, S]`` when ``need_weights``)."""
-        p, t, s = (self.dropout if self.training else 0.0), q.size(2), k.size(2)
-        if causal and (need_weights or mask is not None or t != s):  # else the kernel's own causal mask
-            tri = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t)  # query i sees keys up to s - t + i
-            mask, causal = (tri if mask is None else mask & tri), False
-        if need_weights:
-            out, weights = attend_with_weights(q, k, v, mask, p, self.training)
-            return self.out_proj(merge_heads(out)), weights
-        out = fused_attention(q, k, v, mask, p, causal)
-        return self.out_proj(merge_heads(out)), None
-
-
-def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, is_causal: bool) -> Tensor:
-    """``scaled_dot_product_attention``, in float32 on CPU whatever the autocast precision.
-
-    Why: torch's CPU flash-attention kernels are slower in bf16 than in float32, the backward
-    several times so (the figures are in the CHANGELOG and bench/RESULTS.md), while the products
-    around them gain from bf16.  The result is cast back, so the layers after see the autocast
-    precision."""
-    if q.device.type != "cpu" or q.dtype == torch.float32:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
-    with torch.autocast("cpu", enabled=False):
-        out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p,
-                                             is_causal=is_causal)
-    return out.to(q.dtype)
 
 
 class FeedForward(nn.Module):
@@ -252,11 +179,12 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, self_k: Tensor, self_v: Tensor, q_self: Tensor, causal: bool,
                 cross_k: Tensor, cross_v: Tensor, cross_mask: Tensor, g: int,
-                need_weights: bool) -> tuple[Tensor, Optional[Tensor]]:
+                need_weights: bool, self_mask: Optional[Tensor] = None) -> tuple[Tensor, Optional[Tensor]]:
         """One layer over ``x`` ``[N, T, D]`` given its self-attention queries and the keys and
-        values they attend to (all steps so far); ``g`` rows of ``x`` per encoded sentence.
-        Returns the new stream and, with ``need_weights``, the cross-attention ``[N, H, T, S]``."""
-        y, _ = self.self_attn.attend(q_self, self_k, self_v, None, causal=causal)
+        values they attend to (all steps so far; ``self_mask``: which of them, when not causal);
+        ``g`` rows of ``x`` per encoded sentence.  Returns the new stream and, with
+        ``need_weights``, the cross-attention ``[N, H, T, S]``."""
+        y, _ = self.self_attn.attend(q_self, self_k, self_v, self_mask, causal=causal)
         x = self.self_sub.output(x, y)
         q = split_heads(self.cross_attn.q_proj(self.cross_sub.inputs(x)), self.cross_attn.heads)
         if g > 1:  # [B*g, H, T, d] -> [B, H, g*T, d]: a sentence's hypotheses share its keys
@@ -396,5 +324,21 @@ class TransformerModel(Seq2SeqModel):
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
         x = self._embed(prev_output_tokens, 0, self.tgt_embed, self.tgt_positions)
-        out, align, _ = self._decode(x, enc, None, need_weights=True)
+        full = self.cfg.full_context_alignment
+        out, align, _ = self._decode(x, enc, None, need_weights=not full)
+        if full:
+            align = self._full_context_alignment(x, enc, prev_output_tokens.ne(PAD_ID))
         return self.output_projection(out), align
+
+    def _full_context_alignment(self, x: Tensor, enc: EncoderOutput, tgt_mask: Tensor) -> Tensor:
+        """The alignment layer's cross-attention ``[B, T, S]`` when every target position sees
+        the whole target (``tgt_mask`` ``[B, T]``: the real ones): the layers up to it once
+        more, without the causal mask (Garg et al. 2019, section 4.2)."""
+        g = rows_per_sentence(x.size(0), enc)
+        cross_mask, self_mask = enc.mask[:, None, None, :], tgt_mask[:, None, None, :]
+        for i, layer in enumerate(self._decoder_stack()[: self.align_index + 1]):
+            q, k, v = layer.self_attn.project_qkv(layer.self_sub.inputs(x))
+            x, weights = layer(x, k, v, q, False, enc.extra[f"k{i}"], enc.extra[f"v{i}"], cross_mask, g,
+                               i == self.align_index, self_mask=self_mask)
+        assert weights is not None
+        return weights[:, : self.cfg.alignment_heads or weights.size(1)].mean(dim=1)

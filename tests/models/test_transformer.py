@@ -18,7 +18,8 @@ from nmtkit.errors import NmtkitError
 from nmtkit.generate.search import SearchOptions, beam_search
 from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.models import build_model, resolve_config
-from nmtkit.models.transformer import MultiheadAttention, attend_with_weights, sinusoids
+from nmtkit.models.multihead import MultiheadAttention, attend_with_weights
+from nmtkit.models.transformer import sinusoids
 
 torch.set_num_threads(1)
 
@@ -391,3 +392,29 @@ def test_uniform_init_keeps_layer_norm_at_one_and_zero() -> None:
     in_norms = {id(p) for m in norms for p in m.parameters()}
     others = [p for p in model.parameters() if id(p) not in in_norms]
     assert all(p.abs().max() <= 0.05 for p in others) and any(p.abs().max() > 0.04 for p in others)
+
+
+def test_full_context_alignment_sees_the_later_words_and_leaves_the_translation_alone() -> None:
+    """Garg et al.'s full target context: the attention at position 0 moves when a later word
+    changes (the causal one does not), the logits are the causal pass's, and padding added
+    after the target changes nothing (the pass masks the padded keys)."""
+    causal = tiny().eval()
+    full = tiny(full_context_alignment=True).eval()
+    full.load_state_dict(causal.state_dict())
+    src, lengths, prev, _ = batch()
+    changed = prev.clone()
+    changed[1, 5] = 4 if int(prev[1, 5]) != 4 else 5  # row 1 is the longest target: position 5 is a word
+    padded = torch.cat([prev, torch.full((prev.size(0), 2), PAD_ID, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        logits, attn_causal = causal(src, lengths, prev)
+        logits_full, attn = full(src, lengths, prev)
+        _, attn_changed = full(src, lengths, changed)
+        _, causal_changed = causal(src, lengths, changed)
+        _, attn_padded = full(src, lengths, padded)
+    torch.testing.assert_close(logits_full, logits, atol=1e-5, rtol=1e-5)  # its alignment layer: the fused kernel
+    torch.testing.assert_close(causal_changed[1, 0], attn_causal[1, 0], atol=1e-6, rtol=1e-5)
+    assert (attn_changed[1, 0] - attn[1, 0]).abs().max() > 1e-4
+    real = prev.ne(PAD_ID)
+    torch.testing.assert_close(attn_padded[:, : prev.size(1)][real], attn[real], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:2]))
+    assert (attn.masked_select(src.eq(PAD_ID)[:, None, :].expand_as(attn)) == 0).all()

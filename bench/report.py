@@ -122,7 +122,8 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("updates", lambda r: _f(r.get("updates"), ",")), ("train h", lambda r: r.get("hours")),
       ("valid BLEU best", lambda r: _f(r.get("valid_bleu_best"), ".2f")),
       ("valid BLEU average", lambda r: _f(r.get("valid_bleu_avg"), ".2f"))]),
-    ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better)",
+    ("aer", "AER: Canadian Hansards En-Fr dev (100 gold pairs; alignment error rate, lower is better; "
+     "a model read at each decoder layer: its grow-diag-final-and)",
      ("system", "arch", "guided_args", "alignment_layer", "symmetrization", "align_shift", "links_from"),
      [("system", lambda r: f"{r.get('system')} {r.get('arch', '')}".strip()
        + (f" `{r['guided_args']}`" if r.get("guided_args") else "")
@@ -286,11 +287,19 @@ def render_unprobed(records: list[dict]) -> str:
     return "\n".join(parts)
 
 
+#: Records a section leaves to results.jsonl (and the run's log): a model read at every decoder
+#: layer shows its grow-diag-final-and per layer, not each direction as well.
+HIDDEN: dict[str, Callable[[dict], bool]] = {
+    "aer": lambda r: "alignment_layer" in r and r.get("symmetrization") != "grow-diag-final-and",
+}
+
+
 def sections(records: list[dict]) -> list[str]:
     """One table per bench kind, newest host first, superseded records counted."""
     parts: list[str] = []
     for bench, title, key, cols in SECTIONS:
-        groups, folded = newest_by_host(records, bench, key)
+        hidden = HIDDEN.get(bench, lambda r: False)
+        groups, folded = newest_by_host([r for r in records if not hidden(r)], bench, key)
         if not groups:
             continue
         parts += [f"## {title}", ""]

@@ -403,3 +403,14 @@ def test_glance_aer_rows_take_the_best_reading_of_the_last_round_beside_eflomal(
     (row,) = list(glance.aer_rows(records))
     assert "round 2" in row[0] and row[1] == "AER 0.090 (grow-diag-final-and, layer 2)"
     assert row[2] == "eflomal grow-diag-final-and 0.084"
+
+
+def test_aer_section_shows_one_symmetrization_per_extra_layer_reading():
+    base = {"bench": "aer", "system": "nmtkit-attention", "arch": "transformer_tiny", "round": 1, "align_shift": 0,
+            "links_from": "attention", "commit": "abc", "date": "2026-11-28 07:00 UTC",
+            "host": {"label": "AMD EPYC (family 26, model 2: Zen 5)", "peak_gflops": {"fp32": 1.0}}}
+    recs = [{**base, "symmetrization": "none (en->fr)", "aer": 0.111},
+            {**base, "alignment_layer": 3, "symmetrization": "none (en->fr)", "aer": 0.222},
+            {**base, "alignment_layer": 3, "symmetrization": "grow-diag-final-and", "aer": 0.333}]
+    text = report.render(recs, [])
+    assert "| 0.111 |" in text and "| 0.333 |" in text and "| 0.222 |" not in text

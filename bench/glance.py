@@ -123,6 +123,8 @@ def quality_rows(records: list[dict]) -> Iterable[list[str]]:
 def aer_rows(records: list[dict]) -> Iterable[list[str]]:
     """Hansards dev AER: each nmtkit system's best reading (symmetrization, layer) after its last
     round in its newest run, beside eflomal's newest grow-diag-final-and on the same host (issue 36's mark)."""
+    import records as records_mod
+
     aer = [r for r in records if r.get("bench") == "aer"]
     newest: dict[tuple, list[dict]] = {}
     for r in aer:
@@ -134,8 +136,6 @@ def aer_rows(records: list[dict]) -> Iterable[list[str]]:
     for (system, arch, guided_args), rs in newest.items():
         last = max(r.get("round", 0) for r in rs)
         best = min((r for r in rs if r.get("round", 0) == last), key=lambda r: r["aer"])
-        import records as records_mod
-
         ef = latest([r for r in aer if records_mod.host_label(r) == records_mod.host_label(best)], system="eflomal",
                     symmetrization="grow-diag-final-and")
         how = ", ".join(str(x) for x in (best.get("symmetrization"), best.get("links_from"),

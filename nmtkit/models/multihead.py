@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from nmtkit.models.dropout import dropout as fast_dropout
 from nmtkit.models.gemm import Linear
 
+
 def split_heads(x: Tensor, heads: int) -> Tensor:
     """``[B, T, D]`` -> ``[B, heads, T, D / heads]``."""
     b, t, d = x.shape

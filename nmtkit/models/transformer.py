@@ -299,8 +299,7 @@ class TransformerModel(Seq2SeqModel):
             x, weights = layer(x, k, v, q, x.size(1) > 1,  # several steps (teacher forcing, or after a cache): causal
                                enc.extra[f"k{i}"], enc.extra[f"v{i}"], cross_mask, g, want)
             if weights is not None:
-                heads = self.cfg.alignment_heads or weights.size(1)
-                align = weights[:, :heads].mean(dim=1)
+                align = self._heads_average(weights)
         if self.decoder_norm is not None:
             x = self.decoder_norm(x)
         return x, align, new_cache
@@ -341,4 +340,8 @@ class TransformerModel(Seq2SeqModel):
             x, weights = layer(x, k, v, q, False, enc.extra[f"k{i}"], enc.extra[f"v{i}"], cross_mask, g,
                                i == self.align_index, self_mask=self_mask)
         assert weights is not None
+        return self._heads_average(weights)
+
+    def _heads_average(self, weights: Tensor) -> Tensor:
+        """The reported alignment: the first ``alignment_heads`` heads (0: all) of ``[N, H, T, S]``, averaged."""
         return weights[:, : self.cfg.alignment_heads or weights.size(1)].mean(dim=1)

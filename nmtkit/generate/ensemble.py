@@ -171,12 +171,13 @@ class EnsembleModel(nn.Module):
     # -- teacher forcing ---------------------------------------------------------------
     def forward_log_probs(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor,
-        posterior_targets: Optional[Tensor] = None,
+        posterior_targets: Optional[Tensor] = None, need_attention: bool = True,
     ) -> tuple[Tensor, Optional[Tensor]]:
         """All steps at once via each member's ``forward``: (log-probs ``[B, T, V]``,
         attention ``[B, T, S]`` or None), combined like :meth:`decode_step`.  With
         ``posterior_targets`` (the words emitted, ``[B, T]``) the attention is each member's
-        attention posterior (:meth:`Seq2SeqModel.forward_with_posterior`), averaged."""
+        attention posterior (:meth:`Seq2SeqModel.forward_with_posterior`), averaged.
+        ``need_attention=False``: only the log-probabilities are read (see :meth:`Seq2SeqModel.forward`)."""
         if posterior_targets is not None and not self.has_posterior:
             raise NmtkitError(f"{', '.join(self.names)}: only models with has_posterior (rnnsearch, "
                               "luong with attention) compute an attention posterior")
@@ -185,7 +186,7 @@ class EnsembleModel(nn.Module):
             if posterior_targets is not None:
                 logits, a = m.forward_with_posterior(src_tokens, src_lengths, prev_output_tokens, posterior_targets)
             else:
-                logits, a = m(src_tokens, src_lengths, prev_output_tokens)
+                logits, a = m(src_tokens, src_lengths, prev_output_tokens, need_attention=need_attention)
             lps.append(torch.log_softmax(logits.float(), dim=-1))
             attns.append(a)
         return mean_log_probs(lps), mean_attention(attns)

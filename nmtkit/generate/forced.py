@@ -57,15 +57,16 @@ def shift_right(tgt_tokens: Tensor, tgt_lengths: Tensor) -> Tensor:
 @torch.inference_mode()
 def score_references(
     model: EnsembleModel, src_tokens: Tensor, src_lengths: Tensor, tgt_tokens: Tensor, tgt_lengths: Tensor,
-    posterior_targets: Optional[Tensor] = None,
+    posterior_targets: Optional[Tensor] = None, need_attention: bool = True,
 ) -> list[ForcedResult]:
     """Score each reference ``tgt_tokens[i]`` (ending with ``</s>``, right-padded) given its source.
 
     ``posterior_targets``: report the attention posterior given these words (normally
     ``tgt_tokens``; ``<pad>`` where a row is not needed) instead of the attention (see
-    :mod:`nmtkit.models.posterior`); the scores are the same."""
+    :mod:`nmtkit.models.posterior`); the scores are the same.  ``need_attention=False``: the
+    results' attention may be None (scores only, which spares a Transformer its alignment layer)."""
     prev = shift_right(tgt_tokens, tgt_lengths)
-    lprobs, attn = model.forward_log_probs(src_tokens, src_lengths, prev, posterior_targets)
+    lprobs, attn = model.forward_log_probs(src_tokens, src_lengths, prev, posterior_targets, need_attention)
     pos = lprobs.gather(2, tgt_tokens.unsqueeze(2)).squeeze(2).cpu()
     attn = attn.float().cpu() if attn is not None else None
     tgt_cpu = tgt_tokens.cpu()
@@ -85,9 +86,10 @@ def score_references(
 
 
 def score_corpus(bundle: "ModelBundle", src_seqs: Sequence[Sequence[int]],
-                 tgt_seqs: Sequence[Sequence[int]]) -> list[ForcedResult]:
+                 tgt_seqs: Sequence[Sequence[int]], need_attention: bool = True) -> list[ForcedResult]:
     """Score many (source, reference) id pairs, each ending with ``</s>``, in the bundle's
-    length-sorted batches and precision; results in input order."""
+    length-sorted batches and precision; results in input order (``need_attention``: as
+    :func:`score_references`)."""
     if len(src_seqs) != len(tgt_seqs):
         raise ValueError("source and reference lists differ in length")
     out: list[Optional[ForcedResult]] = [None] * len(src_seqs)
@@ -95,7 +97,7 @@ def score_corpus(bundle: "ModelBundle", src_seqs: Sequence[Sequence[int]],
         src, slen = (t.to(bundle.device) for t in pad_sequences([src_seqs[i] for i in idx], append_eos=False))
         tgt, tlen = (t.to(bundle.device) for t in pad_sequences([tgt_seqs[i] for i in idx], append_eos=False))
         with bundle.autocast():
-            results = score_references(bundle.model, src, slen, tgt, tlen)
+            results = score_references(bundle.model, src, slen, tgt, tlen, need_attention=need_attention)
         for i, r in zip(idx, results):
             out[i] = r
     return out  # type: ignore[return-value]

@@ -85,7 +85,7 @@ class Scorer:
 
     def _score(self, src_seqs: list[list[int]], tgt_seqs: list[list[int]]) -> ModelScores:
         with allocation_guard(f"force-decoding batches of --batch-size {self.bundle.batch_size} (lower it)"):
-            results: list[ForcedResult] = score_corpus(self.bundle, src_seqs, tgt_seqs)
+            results: list[ForcedResult] = score_corpus(self.bundle, src_seqs, tgt_seqs, need_attention=False)
         return ModelScores(list(self.bundle.paths), [float(r.log_prob) for r in results],
                            [int(r.num_tokens) for r in results])
 

@@ -134,9 +134,14 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
     @abstractmethod
     def forward(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
-        """Teacher-forced pass: (logits ``[B, T, V]``, attention ``[B, T, S]`` or None)."""
+        """Teacher-forced pass: (logits ``[B, T, V]``, attention ``[B, T, S]`` or None).
+
+        ``need_attention=False``: the caller reads only the logits (training without a guided
+        loss, validation, perplexity), so a model whose reported attention costs extra work
+        (the Transformer's written-out alignment layer, its full-context pass; RNNsearch's
+        alignment head) may skip it and return None."""
 
     def forward_with_posterior(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor

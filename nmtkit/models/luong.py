@@ -363,7 +363,7 @@ class LuongModel(Seq2SeqModel):
         return enc, top, htilde, attn
 
     def forward(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         _, _, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
         return self.output_projection(self.output_dropout(htilde)), attn

@@ -156,7 +156,7 @@ class RNNEncDecModel(Seq2SeqModel):
         return torch.log_softmax(logits.float(), dim=-1), None, new_state
 
     def forward(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
         state = self.init_decoder_state(enc)

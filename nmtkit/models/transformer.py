@@ -319,13 +319,13 @@ class TransformerModel(Seq2SeqModel):
         return torch.log_softmax(logits.float(), dim=-1), (None if align is None else align[:, 0]), new_state
 
     def forward(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
         x = self._embed(prev_output_tokens, 0, self.tgt_embed, self.tgt_positions)
         full = self.cfg.full_context_alignment
-        out, align, _ = self._decode(x, enc, None, need_weights=not full)
-        if full:
+        out, align, _ = self._decode(x, enc, None, need_weights=need_attention and not full)
+        if full and need_attention:
             align = self._full_context_alignment(x, enc, prev_output_tokens.ne(PAD_ID))
         return self.output_projection(out), align
 

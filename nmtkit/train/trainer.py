@@ -84,10 +84,12 @@ class Trainer:
         no_sync = getattr(self.run.ddp_model, "no_sync", None)
         with (nullcontext() if sync or no_sync is None else no_sync()):
             with autocast(self.run.device, self.run.amp_dtype):
-                logits, attn = self.run.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+                guided = self.run.opt.guided_alignment_weight > 0
+                logits, attn = self.run.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens,
+                                                  need_attention=guided)
             loss, nll = sequence_loss(logits, batch.target, self.run.opt.label_smoothing)
             align = None
-            if self.run.opt.guided_alignment_weight > 0:
+            if guided:
                 assert self.run.train_set.alignments is not None and attn is not None
                 align = batch_alignment_loss(self.run.train_set.alignments, batch, attn, self.run.opt.guided_alignment_loss)
                 loss = loss + self.run.opt.guided_alignment_weight * align

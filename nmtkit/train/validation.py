@@ -37,7 +37,7 @@ def valid_loss(model: torch.nn.Module, valid_set: ParallelDataset, max_tokens: O
     for b in batches:
         batch = collate([valid_set[i] for i in b], b).to(device)
         with autocast(device, amp_dtype):
-            logits, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens)
+            logits, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens, need_attention=False)
         _, nll = sequence_loss(logits, batch.target)
         tot_nll += float(nll)
         tot_tok += batch.ntokens

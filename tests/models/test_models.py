@@ -254,3 +254,19 @@ def test_rows_per_sentence_rejects_uneven_rows() -> None:
     assert rows_per_sentence(12, enc) == 3
     with pytest.raises(ValueError, match="cannot be split evenly"):
         rows_per_sentence(10, enc)
+
+
+@pytest.mark.parametrize("arch,opts", [("luong_tiny", {}), ("rnnsearch_tiny", {}), ("rnnsearch_tiny", dict(alignment_head=True)),
+                                       ("rnnencdec_tiny", {}), ("transformer_test", {}),
+                                       ("transformer_test", dict(full_context_alignment=True))],
+                         ids=lambda x: x if isinstance(x, str) else "-".join(map(str, x)))
+def test_forward_without_attention_gives_the_same_logits(arch: str, opts: dict) -> None:
+    """``need_attention=False`` may drop the attention (a model's extra work for it), never change the logits."""
+    model = tiny_model(arch, **opts).eval()
+    src, lengths, prev, _ = sample_batch()
+    with torch.no_grad():
+        logits, _ = model(src, lengths, prev)
+        spared, attn = model(src, lengths, prev, need_attention=False)
+    torch.testing.assert_close(spared, logits, atol=1e-5, rtol=1e-5)
+    if arch == "transformer_test" or opts.get("alignment_head"):
+        assert attn is None

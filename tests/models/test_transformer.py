@@ -418,3 +418,24 @@ def test_full_context_alignment_sees_the_later_words_and_leaves_the_translation_
     torch.testing.assert_close(attn_padded[:, : prev.size(1)][real], attn[real], atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:2]))
     assert (attn.masked_select(src.eq(PAD_ID)[:, None, :].expand_as(attn)) == 0).all()
+
+
+@pytest.mark.parametrize("full_context", [False, True])
+def test_a_caller_that_reads_no_attention_spares_the_alignment_layer(full_context: bool, monkeypatch) -> None:  # noqa: ANN001
+    """``need_attention=False`` (training without a guided loss, validation, perplexity): the same
+    logits, no attention, and neither the written-out alignment layer nor the full-context pass runs."""
+    model = tiny(full_context_alignment=full_context).eval()
+    src, lengths, prev, _ = batch()
+    with torch.no_grad():
+        logits, attn = model(src, lengths, prev)
+    assert attn is not None
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the attention was computed although no caller reads it")
+
+    monkeypatch.setattr("nmtkit.models.multihead.attend_with_weights", refuse)
+    monkeypatch.setattr(type(model), "_full_context_alignment", refuse)
+    with torch.no_grad():
+        spared, none = model(src, lengths, prev, need_attention=False)
+    assert none is None
+    torch.testing.assert_close(spared, logits, atol=1e-5, rtol=1e-5)  # fused kernel against the written-out product

@@ -34,6 +34,7 @@ from nmtkit.train.state import TrainState
 from nmtkit.train.stop_signals import StopNow, StopSignals, interruptible
 from nmtkit.train.validation import record_best
 from nmtkit.utils.amp import autocast, precision_name
+from nmtkit.utils.heap import PeriodicRelease
 from nmtkit.utils.textio import ensure_dir
 
 
@@ -51,6 +52,8 @@ class Trainer:
         self.clock: Callable[[], float] = time.perf_counter
         self.budget = TimeBudget(self.run, lambda: self.clock())
         self._padding: Optional[PaddingCounter] = None  # the padding share of the run's batches, once the loop begins
+        #: the CPU heap keeps freed memory (run._device): its free pages go back every so many updates
+        self.heap = PeriodicRelease(enabled=self.run.device.type == "cpu")
 
     # what the command line and the benchmarks read of the run
     model = property(lambda self: self.run.model)
@@ -193,6 +196,7 @@ class Trainer:
             out = self.train_step(group)
             st.batches_done = k + len(group)
             st.update += 1
+            self.heap.after_update(st.update)
             diverged = self.run.guard.after_update(st.update, out["nll"] + out["align"], out["gnorm"], out["loss_scale"])
             st.epoch_nll += out["nll"]
             st.epoch_tokens += out["ntokens"]

@@ -60,8 +60,10 @@ SUITES: dict[str, dict] = {
         ("quality_per_hour", ["--systems", "nmtkit-transformer", "fairseq-transformer", "--seeds", "1", "2", "--hours", "1"]),
         ("quality_per_hour", ["--phase", "report"]),
     ]},
-    # their translation speed: nmtkit's paths, fairseq-interactive and CTranslate2 on the fairseq model
+    # their translation speed: nmtkit's paths (int8 with a shortlist chosen on valid too), fairseq-interactive
+    # and CTranslate2 on the fairseq model
     "transformer-translate-speed": {"work": "/root/qph-transformer", "needs": "transformer-per-hour", "steps": [
+        ("shortlist_valid", ["--nmtkit-run", "nmtkit-transformer"]),
         ("translate_speed", ["--nmtkit-run", "nmtkit-transformer", "--threads", "1", "--repeat", "3"]),
     ]},
     "translate-speed": {"work": "/root/qph", "needs": "quality-per-hour", "steps": [

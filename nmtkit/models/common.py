@@ -196,7 +196,9 @@ def init_bahdanau_(model: nn.Module) -> None:
 def init_xavier_(model: nn.Module) -> None:
     """The Transformer's usual scheme (fairseq's, from tensor2tensor): Xavier-uniform matrices,
     zero biases, LayerNorm at (1, 0), embeddings from N(0, d^-1/2) so that, scaled by sqrt(d),
-    they start at unit variance; the ``<pad>`` rows zero."""
+    they start at unit variance; the ``<pad>`` rows zero.  A module (or the model) with an
+    ``init_xavier_`` method then sets its own parts where the scheme treats them apart (fairseq's
+    attention projections, an untied output layer)."""
     for m in model.modules():
         if isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, 0.0, m.embedding_dim ** -0.5)
@@ -210,6 +212,10 @@ def init_xavier_(model: nn.Module) -> None:
         elif isinstance(m, nn.LayerNorm):
             nn.init.ones_(m.weight)
             nn.init.zeros_(m.bias)
+    for m in model.modules():
+        own = getattr(m, "init_xavier_", None)
+        if callable(own):
+            own()
 
 
 def initialize_(model: nn.Module, cfg: Any) -> None:

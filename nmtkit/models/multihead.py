@@ -58,6 +58,15 @@ class MultiheadAttention(nn.Module):
             self.kv_proj = Linear(dim, 2 * dim)
         self.out_proj = Linear(dim, dim)
 
+    @torch.no_grad()
+    def init_xavier_(self) -> None:
+        """fairseq's initialisation of attention: the query, key and value projections each
+        Xavier-uniform as a ``d x d`` matrix with gain 1/sqrt(2) (bound sqrt(1.5 / d)), whether
+        they are stored fused or not; the output projection stays plain Xavier (``init_xavier_``)."""
+        bound = math.sqrt(1.5 / self.out_proj.in_features)
+        for proj in (self.in_proj,) if self.self_attention else (self.q_proj, self.kv_proj):
+            nn.init.uniform_(proj.weight, -bound, bound)
+
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         """Cross-attention keys and values of ``memory`` ``[B, S, D]`` -> two ``[B, H, S, d]``."""
         k, v = self.kv_proj(memory).chunk(2, dim=-1)

@@ -233,6 +233,13 @@ class TransformerModel(Seq2SeqModel):
         tie_embeddings(self, self.src_embed, self.tgt_embed, self.output_projection)
         self.align_index = cfg.alignment_layer_index()
 
+    @torch.no_grad()
+    def init_xavier_(self) -> None:
+        """An output layer tied to no embedding starts as fairseq's does: N(0, d^-1/2)."""
+        w = self.output_projection.weight
+        if not any(w is e.weight for e in (self.src_embed, self.tgt_embed)):
+            nn.init.normal_(w, 0.0, self.cfg.embed_dim ** -0.5)
+
     def choose_alignment(self, layer: Optional[int], heads: Optional[int]) -> None:
         changes = {k: v for k, v in (("alignment_layer", layer), ("alignment_heads", heads)) if v is not None}
         cfg = dataclasses.replace(self.cfg, **changes)

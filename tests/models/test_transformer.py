@@ -226,6 +226,20 @@ def test_xavier_init_and_zero_padding_rows() -> None:
             assert (m.weight[PAD_ID] == 0).all()
 
 
+def test_attention_and_output_layers_start_as_fairseqs() -> None:
+    """fairseq: q, k and v projections Xavier with gain 1/sqrt(2) each (bound sqrt(1.5/d)), fused
+    or not; an untied output layer N(0, d^-1/2)."""
+    model = tiny(vocab=400, embed_dim=64)
+    bound = math.sqrt(1.5 / 64)
+    layer = model.decoder_layers[0]
+    for proj in (layer.self_attn.in_proj, layer.cross_attn.q_proj, layer.cross_attn.kv_proj):
+        assert bound * 0.98 < proj.weight.abs().max() <= bound
+    std = float(model.output_projection.weight.std())
+    assert abs(std - 64 ** -0.5) < 0.01
+    tied = tiny(vocab=400, embed_dim=64, share_all_embeddings=True)
+    assert tied.output_projection.weight is tied.tgt_embed.weight and (tied.tgt_embed.weight[PAD_ID] == 0).all()
+
+
 @pytest.mark.parametrize("opts,message", [
     ({"embed_dim": 30, "heads": 4}, "embed_dim (30) must be divisible by heads (4)"),
     ({"alignment_layer": 2}, "alignment_layer must be in [-2, 1]"),

@@ -57,7 +57,7 @@ class OutputOptions:
     ``<unk>`` (one forced pass over the hypotheses that have one; :mod:`nmtkit.models.posterior`),
     not from the search's attention.  ``alignments``: compute word alignments (``"auto"``: when
     the model has attention), output word ``t`` from step ``t + align_shift``.
-    ``max_source_len``: longer inputs are truncated (default: the model's limit, else 400).
+    ``max_source_len``: longer inputs are truncated (default: the model's limit, else 400; never above the model's limit).
     ``shortlist``: a ``source target count`` lexical table restricting the output layer per batch
     to the top ``shortlist_k`` translations of the source words plus the ``shortlist_frequent``
     most frequent targets (:mod:`nmtkit.generate.shortlist`)."""

@@ -115,7 +115,9 @@ class Translator:
         self.lexicon = _CaseFoldLexicon(lexicon or {}) if src_pipe.lowercase else (lexicon or {})
         self.alignments = alignments
         self.align_shift = align_shift
-        self.max_source_len = max_source_len or bundle.max_source_len() or DEFAULT_MAX_SOURCE_LEN
+        # a user's bound above the model's (learned positions) would fail mid-file: the lower one wins
+        bounds = [b for b in (max_source_len, bundle.max_source_len()) if b]
+        self.max_source_len = min(bounds) if bounds else DEFAULT_MAX_SOURCE_LEN
         self.shortlist = shortlist
         # the bundle's searcher; a shortlist changes the output layer from batch to batch: the eager one
         self.searcher: Searcher = EagerSearch() if shortlist is not None else bundle.searcher

@@ -418,6 +418,20 @@ def test_learned_positions_bound_the_search_instead_of_failing_mid_translation(t
         assert len(out) == 2 and all(len(line.split()) <= positions - 1 for line in out), out
 
 
+
+def test_a_source_bound_above_the_learned_positions_truncates_instead_of_failing(tmp_path) -> None:  # noqa: ANN001
+    """--max-source-len above what the position table holds: the model's bound wins (the input is
+    truncated with a warning), not an error at the first long line."""
+    from nmtkit.generate.translator import Translator
+    from tests.helpers import make_checkpoint
+
+    ckpt = make_checkpoint(tmp_path / "lp.pt", "transformer_test", seed=1, learned_positions=True, max_positions=5,
+                           init="uniform", init_scale=0.5)
+    translator = Translator.from_checkpoint(str(ckpt), beam=2, device="cpu", max_source_len=100)
+    assert translator.max_source_len == 4
+    assert len(translator.translate(["the cat sits on the mat with a dog and a man ."])) == 1
+
+
 def test_uniform_init_keeps_layer_norm_at_one_and_zero() -> None:
     """--init uniform draws the weights from U(-x, x) but not LayerNorm: gains near 0 would
     scale each sub-layer's output towards nothing."""

@@ -103,6 +103,7 @@ def build_run(opt: TrainOptions, model_overrides: dict[str, Any], console: Any, 
     with allocation_guard(f"building {opt.arch} on {device} ({model_size_hint(cfg)})"):
         model = registry.build_model(model_name, cfg, data.src_dict, data.tgt_dict).to(device)
     _use_cuda_graphs(opt, model, model_name, device)
+    _check_lengths_fit(model, data.path, {opt.train_subset: train_set, opt.valid_subset: valid_set})
     check_guided_alignment(opt.guided_alignment_weight, opt.arch, model, train_set.alignments is not None,
                            f"{data.path} has no alignments for split {opt.train_subset!r}")
     optimizer = build_optimizer(opt.optimizer, model.parameters(), opt.lr, opt.adam_betas)
@@ -122,6 +123,19 @@ def build_run(opt: TrainOptions, model_overrides: dict[str, Any], console: Any, 
         run_log=RunLog(save_dir / "train_log.jsonl", enabled=dist.is_main),
         tensorboard=TensorBoardLog(opt.tensorboard_logdir, enabled=dist.is_main),  # the same records, as curves
         guard=DivergenceGuard(opt.max_nonfinite_updates))
+
+
+def _check_lengths_fit(model: Any, data_path: Path, splits: dict[str, Optional[ParallelDataset]]) -> None:
+    """A model with bounded positions (learned positions) fails on a longer sentence: say so now,
+    naming the split, rather than at the batch that holds it (for validation, after an epoch)."""
+    for side, bound in (("source", model.max_source_len()), ("target", model.max_target_len())):
+        for name, split in splits.items():
+            if bound is None or split is None or len(split) == 0:
+                continue
+            longest = int(max(split.src_sizes if side == "source" else split.tgt_sizes)) - 1  # without </s>
+            if longest > bound:
+                raise NmtkitError(f"{data_path}: split {name!r} has a {side} sentence of {longest} pieces, more than the "
+                                  f"model's {bound} positions (raise --max-positions, or preprocess with a lower --max-len)")
 
 
 def _check_save_dir(save_dir: Path) -> None:

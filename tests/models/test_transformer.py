@@ -284,6 +284,20 @@ def _train(data_dir, save, *extra: str) -> None:  # noqa: ANN001
     assert res.exit_code == 0, res.output
 
 
+def test_sentences_longer_than_the_learned_positions_are_refused_before_training(data_dir, tmp_path) -> None:  # noqa: ANN001
+    """One line naming the split and the option at start-up, not a failure at the batch that holds
+    the sentence (for the validation split: after a whole epoch)."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli.train import command as train
+
+    res = CliRunner().invoke(train, [str(data_dir), "--arch", "transformer_test", "--save-dir", str(tmp_path / "ck"),
+                                     "--learned-positions", "--max-positions", "3", "--no-progress", "--max-epoch", "1"])
+    assert res.exit_code != 0
+    assert "split 'train' has a source sentence of" in res.output and "--max-positions" in res.output
+    assert not (tmp_path / "ck" / "checkpoint_last.pt").exists()
+
+
 def test_resume_is_bit_exact(data_dir, tmp_path) -> None:  # noqa: ANN001
     """Stopping after 3 updates (mid-epoch, mid-warm-up) and resuming gives the weights, optimizer
     state and lr of an uninterrupted run exactly (dropout's RNG state included)."""

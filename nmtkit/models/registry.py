@@ -15,6 +15,7 @@ the options the user left unset, with the same precedence.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable, Mapping, Optional, cast
 
 from nmtkit.errors import NmtkitError
@@ -85,6 +86,10 @@ class Registry:
             if config is None or not dataclasses.is_dataclass(config):
                 raise TypeError(f"model {name!r}: {cls.__name__}.Config must be a dataclass")
             option_types(cast(type, config))  # fails early if an annotation cannot be resolved
+            params = inspect.signature(cls.forward).parameters
+            if "need_attention" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                raise TypeError(f"model {name!r}: {cls.__name__}.forward must take need_attention (Seq2SeqModel.forward): "
+                                "training and scoring pass it")
             cls.model_name = name
             self.models[name] = cls
             return cls

@@ -70,6 +70,17 @@ def test_duplicate_registration_is_an_error(reg: Registry) -> None:
         reg.register_arch("nosuchmodel", "x")(lambda cfg: None)
 
 
+def test_a_forward_without_need_attention_is_refused_at_registration() -> None:
+    """A model written against the older three-argument forward fails when registered, not
+    with a TypeError inside the first training step."""
+    class OldForward(Dummy):
+        def forward(self, src_tokens, src_lengths, prev_output_tokens):  # noqa: ANN001, ANN201
+            raise AssertionError("not called")
+
+    with pytest.raises(TypeError, match="must take need_attention"):
+        Registry().register_model("old")(OldForward)
+
+
 def test_preset_that_overwrites_a_user_option_is_caught(reg: Registry) -> None:
     @reg.register_arch("dummy", "dummy_bad")
     def dummy_bad(cfg: dict) -> None:

@@ -9,6 +9,8 @@
 #   ARCH=transformer_tiny bash examples/multi30k/run.sh  # the Transformer with Wu et al. (2021)'s recipe (below)
 #   SPLIT=valid RUN=tiny16k ARCH=transformer_tiny MAX_UPDATE=16000 bash examples/multi30k/run.sh
 #                                                      # a variant scored on valid only (how a setting is chosen)
+#   LOWERCASE=1 ARCH=transformer_tiny bash examples/multi30k/run.sh
+#                                                      # lowercased text (data-lc/), scored case-insensitively
 #
 # Every step skips work already done: a finished training (marked by SEED_DIR/.trained) is not
 # repeated, an interrupted one resumes from checkpoint_last.pt (with the rest of its --stop-time-hours
@@ -19,7 +21,9 @@ set -euo pipefail
 SRC=${SRC:-en}
 TGT=${TGT:-de}
 SEED=${SEED:-1}
-RUN=${RUN:-seed$SEED}      # the model's folder and label in $WORK (a variant of the same seed needs its own)
+LOWERCASE=${LOWERCASE:-0}  # 1: train on lowercased text, the form of the multi30k task1/tok files that MMT papers train on
+LC=$([ "$LOWERCASE" = 1 ] && echo -lc || true)
+RUN=${RUN:-seed$SEED$LC}   # the model's folder and label in $WORK (a variant of the same seed needs its own)
 SPLIT=${SPLIT:-test2016}   # the set translated and scored: valid to choose between variants, test2016 once chosen
 HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
@@ -33,12 +37,16 @@ DATA_ROOT=${NMTKIT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
 RAW=$DATA_ROOT/multi30k
 WORK=${WORK:-m30k-$SRC-$TGT}
 DATA=$WORK/data
+PRE_ARGS=() SCORE_ARGS=()
+if [ "$LOWERCASE" = 1 ]; then  # its own data directory; the output is lowercase, so BLEU and chrF ignore case
+    DATA=$WORK/data-lc PRE_ARGS=(--lowercase) SCORE_ARGS=(--lowercase)
+fi
 CK=$WORK/$RUN
 mkdir -p "$WORK"
 
 if [ ! -f "$DATA/meta.json" ]; then
     nmtkit-preprocess -s "$SRC" -t "$TGT" --trainpref "$RAW/train" --validpref "$RAW/valid" --testpref "$RAW/test2016" \
-        --destdir "$DATA" --tokenizer moses --bpe subword-nmt --bpe-merges 8000 --joined-dictionary --workers 2
+        --destdir "$DATA" --tokenizer moses --bpe subword-nmt --bpe-merges 8000 --joined-dictionary --workers 2 "${PRE_ARGS[@]}"
 fi
 
 translate_and_score() {  # $1: label, $2: checkpoint path(s) joined by ':'
@@ -47,14 +55,14 @@ translate_and_score() {  # $1: label, $2: checkpoint path(s) joined by ':'
         nmtkit-translate --path "$2" --beam 5 --batch-size 64 --threads "$THREADS" < "$RAW/$SPLIT.$SRC" > "$hyp"
     fi
     mkdir -p "$WORK/scores"
-    { printf '%s\t' "$SPLIT.$1"; nmtkit-score --sys "$hyp" --ref "$RAW/$SPLIT.$TGT" --metrics bleu,chrf | tr '\n' '\t'; echo; } \
+    { printf '%s\t' "$SPLIT.$1"; nmtkit-score --sys "$hyp" --ref "$RAW/$SPLIT.$TGT" --metrics bleu,chrf "${SCORE_ARGS[@]}" | tr '\n' '\t'; echo; } \
         > "$WORK/scores/$SPLIT.$1.txt"
     cat "$WORK"/scores/*.txt > "$WORK/scores.txt"
 }
 
 if [ -n "${ENSEMBLE:-}" ]; then
-    paths=$(for s in $ENSEMBLE; do printf '%s:' "$WORK/seed$s/checkpoint_best.pt"; done)
-    translate_and_score "ensemble-$(echo $ENSEMBLE | tr ' ' '+')" "${paths%:}"
+    paths=$(for s in $ENSEMBLE; do printf '%s:' "$WORK/seed$s$LC/checkpoint_best.pt"; done)
+    translate_and_score "ensemble-$(echo $ENSEMBLE | tr ' ' '+')$LC" "${paths%:}"
     exit 0
 fi
 

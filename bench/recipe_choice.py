@@ -64,7 +64,8 @@ def valid_scores(work: Path, label: str) -> dict[str, float]:
             continue
         cells = [c for c in fields if c]
         bleu = next(float(cells[k + 1]) for k in range(len(cells) - 1) if cells[k] == "BLEU")
-        found["avg" if "-avg" in name else "best"] = bleu
+        # the suffix after the label: a label may itself hold "-avg" (tiny16k-avg10)
+        found["avg" if name[len(f"valid.{label}-"):].startswith("avg") else "best"] = bleu
     if set(found) != {"best", "avg"}:
         raise SystemExit(f"{work / 'scores.txt'}: no valid scores of {label} (see {work / (label + '.log')})")
     return found

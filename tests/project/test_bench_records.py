@@ -367,8 +367,10 @@ def test_recipe_choice_reads_its_candidates_and_the_recipes_valid_scores(tmp_pat
     (tmp_path / "scores.txt").write_text(
         f"valid.tiny16k-avg5\tvalid.tiny16k-avg5.hyp.de\tBLEU\t40.12\t{sig}\tvalid.tiny16k-avg5.hyp.de\tchrF2\t64.00\t{sig}\t\n"
         f"valid.tiny16k-best\tvalid.tiny16k-best.hyp.de\tBLEU\t39.50\t{sig}\t\n"
-        f"test2016.seed1-best\tx\tBLEU\t1.00\t{sig}\t\n")
+        f"test2016.seed1-best\tx\tBLEU\t1.00\t{sig}\t\n"
+        f"valid.t-avg10-avg10\tx\tBLEU\t41.00\t{sig}\t\nvalid.t-avg10-best\tx\tBLEU\t40.00\t{sig}\t\n")
     assert rc.valid_scores(tmp_path, "tiny16k") == {"avg": 40.12, "best": 39.5}
+    assert rc.valid_scores(tmp_path, "t-avg10") == {"avg": 41.0, "best": 40.0}  # "-avg" in the label itself
     with pytest.raises(SystemExit, match="no valid scores of m30k"):
         rc.valid_scores(tmp_path, "m30k")
 

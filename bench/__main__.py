@@ -30,7 +30,7 @@ if str(HERE) not in sys.path:  # the scripts import each other as top-level modu
 #: suite -> steps: (module, argv); "{work}" is the suite's work folder.  The defaults reproduce
 #: every headline of the suite; ``SMOKE`` adds tiny settings per module.
 WU_CANDIDATES = ["--candidates", "wu8k:ARCH=transformer_tiny,MAX_UPDATE=8000,AVG=10,TRAIN_ARGS=--update-freq 2",
-                 "tiny16k-avg10:ARCH=transformer_tiny,MAX_UPDATE=16000,AVG=10"]
+                 "tiny16k-avg10:ARCH=transformer_tiny,MAX_UPDATE=16000,AVG=10,UPDATE_FREQ=1"]
 SUITES: dict[str, dict] = {
     "preprocess": {"work": "/root/nmtkit-bench", "steps": [("preprocess", [])]},
     "train-speed": {"work": "/root/nmtkit-bench", "needs": "preprocess", "steps": [
@@ -94,11 +94,11 @@ SUITES: dict[str, dict] = {
     # Wu et al.'s 8,000 updates take one core about an hour now: the 2 h go to more updates of their tiny
     # shape or to the wider transformer_m30k
     "recipe-choice": {"work": "/root/m30k-choice", "steps": [("recipe_choice", [
-        "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000",
-        "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"]),
+        "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000,AVG=5,UPDATE_FREQ=1",
+        "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000,AVG=5,UPDATE_FREQ=1"]),
         # then test2016, once: the chosen candidate alone, and all candidates ensembled
-        ("recipe_choice", ["--phase", "test", "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000",
-                           "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000"])]},
+        ("recipe_choice", ["--phase", "test", "--hours", "2", "--candidates", "tiny16k:ARCH=transformer_tiny,MAX_UPDATE=16000,AVG=5,UPDATE_FREQ=1",
+                           "m30k:ARCH=transformer_m30k,MAX_UPDATE=16000,AVG=5,UPDATE_FREQ=1"])]},
     # Wu et al.'s own recipe (github LividWo/Revisit-MMT: 2 GPUs x 4,096 tokens, 8,000 updates, the last 10
     # epochs averaged) against the first choice's 16,000 updates of 4,096 with 10 averaged; then test2016 once
     # for the one chosen on valid, and the two tiny models ensembled (the >= 42 try of issue 36)

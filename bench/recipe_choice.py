@@ -35,7 +35,7 @@ from quality import lowercased_tokenized_bleu, read_log, score
 
 RECIPE = bl.REPO / "examples" / "multi30k" / "run.sh"
 #: The recipe's variables a candidate may set.
-VARIABLES = ("ARCH", "MAX_UPDATE", "AVG", "AMP", "TRAIN_ARGS")
+VARIABLES = ("ARCH", "MAX_UPDATE", "UPDATE_FREQ", "AVG", "AMP", "TRAIN_ARGS")
 
 
 def parse_candidate(text: str) -> tuple[str, dict[str, str]]:

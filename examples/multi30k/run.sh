@@ -29,8 +29,11 @@ HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
 AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (docs/guide/training.md)
 ARCH=${ARCH:-luong_m30k}   # luong_m30k, or a Transformer preset (transformer_tiny, transformer_m30k)
-case "$ARCH" in transformer*) DEFAULT_AVG=5 ;; *) DEFAULT_AVG=3 ;; esac
+# Transformers: Wu et al. (2021)'s recipe, chosen on valid against 16,000 single batches (bench/RESULTS.md,
+# "Recipe set-ups compared on valid"): 8000 updates of 2 x 4096 tokens, the last 10 epochs averaged
+case "$ARCH" in transformer*) DEFAULT_AVG=10 ;; *) DEFAULT_AVG=3 ;; esac
 MAX_UPDATE=${MAX_UPDATE:-8000}  # Transformers: Wu et al.'s 8000 updates (the wall-clock budget stops it earlier)
+UPDATE_FREQ=${UPDATE_FREQ:-2}   # Transformers: batches per update (Wu et al. trained on 2 GPUs of 4096 tokens each)
 AVG=${AVG:-$DEFAULT_AVG}   # average the last N epoch checkpoints
 TRAIN_ARGS=${TRAIN_ARGS:-} # more nmtkit-train options, e.g. TRAIN_ARGS=--encoder-self-attention (a variant to compare on valid)
 DATA_ROOT=${NMTKIT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
@@ -81,7 +84,7 @@ if [ ! -f "$CK/.trained" ]; then
     transformer*)
         nmtkit-train "$DATA" --arch "$ARCH" --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
             --max-tokens 4096 --label-smoothing 0.1 --max-update "$MAX_UPDATE" --max-epoch 1000 --stop-time-hours "$HOURS" \
-            --keep-last "$AVG" $TRAIN_ARGS ;;
+            --update-freq "$UPDATE_FREQ" --keep-last "$AVG" $TRAIN_ARGS ;;
     *)
         nmtkit-train "$DATA" --arch "$ARCH" --save-dir "$CK" --seed "$SEED" --threads "$THREADS" --amp "$AMP" \
             --batch-size 64 --label-smoothing 0.1 --max-epoch 100 --ema-decay 0.999 --stop-time-hours "$HOURS" \

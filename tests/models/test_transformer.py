@@ -234,7 +234,7 @@ def test_attention_and_output_layers_start_as_fairseqs() -> None:
     layer = model.decoder_layers[0]
     for proj in (layer.self_attn.in_proj, layer.cross_attn.q_proj, layer.cross_attn.kv_proj):
         assert bound * 0.98 < proj.weight.abs().max() <= bound
-    std = float(model.output_projection.weight.std())
+    std = float(model.output_projection.weight.detach().std())
     assert abs(std - 64 ** -0.5) < 0.01
     tied = tiny(vocab=400, embed_dim=64, share_all_embeddings=True)
     assert tied.output_projection.weight is tied.tgt_embed.weight and (tied.tgt_embed.weight[PAD_ID] == 0).all()

@@ -113,6 +113,11 @@ SUITES: dict[str, dict] = {
         ("quality", ["--amp", "none", "--seeds", "1", "2", "--hours", "2"]),
         ("quality", ["--amp", "bf16", "--seeds", "1", "2", "--hours", "2"]),
     ]},
+    # the Transformer recipe (Wu et al.'s, chosen on valid): 2 seeds side by side for 2 h in bf16, each single and
+    # averaged, and the two averages as an ensemble (issue 36: >= 41 for one model, >= 42 for two)
+    "recipe-transformer": {"work": "/root/m30k-recipe-transformer", "steps": [
+        ("quality", ["--arch", "transformer_tiny", "--amp", "bf16", "--seeds", "1", "2", "--hours", "2"]),
+    ]},
     # on a CUDA machine (through the device tool: bench/gpu_run.sh is the whole call there), on the
     # quality-per-hour data; measure writes files, report scores and records them
     "gpu": {"work": "/root/qph", "needs": "quality-per-hour (its data directory)", "steps": [

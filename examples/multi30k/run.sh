@@ -35,6 +35,8 @@ case "$ARCH" in transformer*) DEFAULT_AVG=10 ;; *) DEFAULT_AVG=3 ;; esac
 MAX_UPDATE=${MAX_UPDATE:-8000}  # Transformers: Wu et al.'s 8000 updates (the wall-clock budget stops it earlier)
 UPDATE_FREQ=${UPDATE_FREQ:-2}   # Transformers: batches per update (Wu et al. trained on 2 GPUs of 4096 tokens each)
 AVG=${AVG:-$DEFAULT_AVG}   # average the last N epoch checkpoints
+case "$ARCH" in transformer*) DEFAULT_MEMBER=avg ;; *) DEFAULT_MEMBER=best ;; esac
+ENSEMBLE_OF=${ENSEMBLE_OF:-$DEFAULT_MEMBER}  # each seed's checkpoint in ENSEMBLE: best (valid loss) or avg (the Transformer's: its average is the better on valid)
 TRAIN_ARGS=${TRAIN_ARGS:-} # more nmtkit-train options, e.g. TRAIN_ARGS=--encoder-self-attention (a variant to compare on valid)
 DATA_ROOT=${NMTKIT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/../shared/data}
 RAW=$DATA_ROOT/multi30k
@@ -64,7 +66,7 @@ translate_and_score() {  # $1: label, $2: checkpoint path(s) joined by ':'
 }
 
 if [ -n "${ENSEMBLE:-}" ]; then
-    paths=$(for s in $ENSEMBLE; do printf '%s:' "$WORK/seed$s$LC/checkpoint_best.pt"; done)
+    paths=$(for s in $ENSEMBLE; do printf '%s:' "$WORK/seed$s$LC/checkpoint_$ENSEMBLE_OF.pt"; done)
     translate_and_score "ensemble-$(echo $ENSEMBLE | tr ' ' '+')$LC" "${paths%:}"
     exit 0
 fi

@@ -181,6 +181,7 @@ REMEASURE = [
     ("recipe-choice", "python -m bench run recipe-choice --record         # 2 h: the recipe's Transformer set-ups on valid"),
     ("recipe-choice-wu", "python -m bench run recipe-choice-wu --record      # 2 h: Wu et al.'s batches and averaging, on valid, then test2016"),
     ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),
+    ("recipe-transformer", "python -m bench run recipe-transformer --record    # 2 h: the Transformer recipe, 2 seeds and their ensemble"),
     ("gpu", "python -m bench run gpu --record                   # on a CUDA machine (device tool)"),
 ]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import platform
 from typing import Optional
 
@@ -38,6 +39,13 @@ def _glibc() -> Optional[ctypes.CDLL]:
     """The C library when it is glibc on Linux, else None."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return None
+    return _load_libc()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_libc() -> Optional[ctypes.CDLL]:
+    """Loaded once: ``find_library`` runs ``ldconfig -p`` in a subprocess, a fork of the whole
+    training process, which the periodic release would otherwise pay every time."""
     try:
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
     except OSError:

@@ -78,7 +78,7 @@ fi
 # stopping halved the lr on noise and stopped a 1-hour run at 41 minutes.  Greedy valid BLEU is
 # logged every epoch for the learning curve.
 # The Transformer presets bring Wu et al. (2021)'s optimiser (Adam 0.9/0.98, lr 0.005, inverse
-# square root after 2000 warm-up updates); their batches of 4096 tokens, label smoothing 0.1 and
+# square root after 2000 warm-up updates); their updates of 2 x 4096 tokens (UPDATE_FREQ), label smoothing 0.1 and
 # 8000 updates are given here, within the same wall-clock budget; no greedy valid BLEU per epoch
 # (it would cost the short run about a tenth of its time).
 if [ ! -f "$CK/.trained" ]; then

@@ -337,6 +337,19 @@ def fairseq_preprocess(args: argparse.Namespace, txt: Path, w: Path) -> list:
             txt / "train", "--validpref", txt / "valid", "--destdir", w / "bin", "--joined-dictionary", "--workers", "1"]
 
 
+def set_aside_interrupted(w: Path) -> Optional[Path]:
+    """A run directory without ``train.json`` is a training that was stopped before its deadline
+    (a session's end, a reboot): its checkpoints would let nmtkit or fairseq resume with a fresh
+    clock, an hour on top of what they had.  Why rename, not delete: its logs say what happened.
+    So a suite that spans sessions redoes only unfinished runs, each from the start."""
+    if not w.exists():
+        return None
+    aside = w.with_name(f"{w.name}.interrupted-{time.strftime('%Y%m%d-%H%M%S', time.localtime(w.stat().st_mtime))}")
+    w.rename(aside)
+    print(f"{w} was an unfinished training: moved to {aside}; it starts again from the beginning", flush=True)
+    return aside
+
+
 def train_one(args: argparse.Namespace, run: str, core: int, dest: Path, txt: Path, work: Path) -> dict:
     """Train one run (a system and seed, ``run_name``) on one core for --hours; returns what eval
     and report need."""
@@ -344,7 +357,8 @@ def train_one(args: argparse.Namespace, run: str, core: int, dest: Path, txt: Pa
     done = w / "train.json"
     if done.is_file():
         return json.loads(done.read_text())
-    w.mkdir(parents=True, exist_ok=True)
+    set_aside_interrupted(w)
+    w.mkdir(parents=True)
     hp = hp_of_run(work, run)
     cmds, env, kill = train_plan(args, system, dest, txt, w, seed, hp)
     env = {**env, **bl.thread_env(1)}

@@ -227,6 +227,21 @@ def test_every_decoder_searches_alike():
         peers.check_decoding(bad)
 
 
+def test_an_interrupted_run_starts_again_and_a_finished_one_is_kept(tmp_path):
+    import quality_per_hour as qph
+
+    assert qph.set_aside_interrupted(tmp_path / "fairseq") is None  # never started: nothing to move
+    run = tmp_path / "fairseq.seed2"
+    (run / "ckpt").mkdir(parents=True)
+    (run / "ckpt" / "checkpoint_last.pt").write_text("x")
+    aside = qph.set_aside_interrupted(run)
+    assert aside is not None and not run.exists() and (aside / "ckpt" / "checkpoint_last.pt").is_file()
+    assert aside.name.startswith("fairseq.seed2.interrupted-")
+    (tmp_path / "opennmt" / "eval.json").parent.mkdir()
+    (tmp_path / "opennmt" / "eval.json").write_text("{}")
+    assert qph.runs_in(tmp_path) == ["opennmt"]  # the set-aside run is not a run of the report
+
+
 def test_check_flags_against_help():
     peers.check_flags(Path("tool"), ["--beam", 5, "--lenpen", 1.0, "-1"], help_text="usage: --beam N --lenpen X")
     with pytest.raises(peers.CheckFailed):

@@ -78,7 +78,7 @@ class TableModel(Seq2SeqModel):
         return {"prefix": enc.mask.new_zeros((n, self.MAX_PREFIX), dtype=torch.long),
                 "length": enc.mask.new_zeros(n, dtype=torch.long)}
 
-    def decode_step(self, prev_tokens, state, enc):
+    def decode_step(self, prev_tokens, state, enc, need_attention=True):
         self.rows += prev_tokens.size(0)
         prefix, length = state["prefix"].clone(), state["length"] + 1
         prefix[torch.arange(prefix.size(0)), state["length"]] = prev_tokens
@@ -148,7 +148,7 @@ class TinyLSTM(Seq2SeqModel):
     def init_decoder_state(self, enc):
         return {"h": enc.extra["h"], "c": enc.extra["c"]}
 
-    def decode_step(self, prev_tokens, state, enc):
+    def decode_step(self, prev_tokens, state, enc, need_attention=True):
         h, c = self.dec(self.tgt_emb(prev_tokens), (state["h"], state["c"]))
         if self.has_attention:
             e = torch.bmm(enc.states, h.unsqueeze(2)).squeeze(2).masked_fill(~enc.mask, -math.inf)

@@ -135,17 +135,19 @@ class EnsembleModel(nn.Module):
         return [m.init_decoder_state(e) for m, e in zip(self.members, encs)]
 
     def decode_step(
-        self, prev_tokens: Tensor, states: Sequence[DecoderState], encs: Sequence[EncoderOutput]
+        self, prev_tokens: Tensor, states: Sequence[DecoderState], encs: Sequence[EncoderOutput],
+        need_attention: bool = True,
     ) -> tuple[Tensor, Optional[Tensor], list[DecoderState]]:
         """One step for ``N`` rows -> (float32 log-probs ``[N, V]``, attention ``[N, S]`` or None,
-        new states).  The returned log-prob tensor may be modified in place by the caller."""
+        new states; None also when not ``need_attention``).  The returned log-prob tensor may be
+        modified in place by the caller."""
         lps, attns, new_states = [], [], []
         for m, s, e in zip(self.members, states, encs):
-            lp, a, ns = m.decode_step(prev_tokens, s, e)
+            lp, a, ns = m.decode_step(prev_tokens, s, e, need_attention)
             lps.append(lp)
             attns.append(a)
             new_states.append(ns)
-        return mean_log_probs(lps), mean_attention(attns), new_states
+        return mean_log_probs(lps), (mean_attention(attns) if need_attention else None), new_states
 
     @contextmanager
     def restrict_output(self, ids: Optional[Tensor]) -> Iterator[None]:

@@ -127,10 +127,14 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
     @abstractmethod
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         """One decoder step for ``N`` rows: ``prev_tokens`` ``[N]`` ->
-        (log-probabilities ``[N, V]``, attention ``[N, S]`` or None, new state)."""
+        (log-probabilities ``[N, V]``, attention ``[N, S]`` or None, new state).
+
+        ``need_attention=False``: the search keeps no attention (no alignments, no
+        ``--replace-unk``), so a model may skip the work of reporting it and return None, as in
+        :meth:`forward`; a recurrent model's attention is part of its step and costs nothing extra."""
 
     @abstractmethod
     def forward(

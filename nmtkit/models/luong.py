@@ -261,7 +261,7 @@ class LuongModel(Seq2SeqModel):
         return htilde, weights, new_state
 
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         htilde, weights, new_state = self._step(self.tgt_embed(prev_tokens), state, enc)
         logits = self.project_output(self.output_dropout(htilde.squeeze(1)))

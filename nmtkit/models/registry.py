@@ -86,10 +86,11 @@ class Registry:
             if config is None or not dataclasses.is_dataclass(config):
                 raise TypeError(f"model {name!r}: {cls.__name__}.Config must be a dataclass")
             option_types(cast(type, config))  # fails early if an annotation cannot be resolved
-            params = inspect.signature(cls.forward).parameters
-            if "need_attention" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-                raise TypeError(f"model {name!r}: {cls.__name__}.forward must take need_attention (Seq2SeqModel.forward): "
-                                "training and scoring pass it")
+            for method, who in (("forward", "training and scoring pass it"), ("decode_step", "the search passes it")):
+                params = inspect.signature(getattr(cls, method)).parameters
+                if "need_attention" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+                    raise TypeError(f"model {name!r}: {cls.__name__}.{method} must take need_attention "
+                                    f"(Seq2SeqModel.{method}): {who}")
             cls.model_name = name
             self.models[name] = cls
             return cls

@@ -145,7 +145,7 @@ class RNNEncDecModel(Seq2SeqModel):
         return self.project_output(self.output_dropout(t))
 
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         g = rows_per_sentence(prev_tokens.size(0), enc)
         if g > 1 and "context" in enc.extra:  # the summary of each sentence, for each of its g rows

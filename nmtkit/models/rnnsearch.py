@@ -131,7 +131,7 @@ class RNNSearchModel(Seq2SeqModel):
         return t, weights, {"s": s_new}
 
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         t, weights, new_state = self._step(self.embed_dropout(self.tgt_embed(prev_tokens)), state, enc)
         logits = self.project_output(self.output_dropout(t))

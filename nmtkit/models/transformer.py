@@ -317,11 +317,12 @@ class TransformerModel(Seq2SeqModel):
         return {f"{kind}{i}": empty for i in range(self.cfg.decoder_layers) for kind in ("k", "v")}
 
     def decode_step(
-        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+        self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         step = state["k0"].size(2)
         x = self._embed(prev_tokens[:, None], step, self.tgt_embed, self.tgt_positions)
-        out, align, new_state = self._decode(x, enc, state, need_weights=True)
+        # without attention wanted, the alignment layer runs the fused kernel like the others
+        out, align, new_state = self._decode(x, enc, state, need_weights=need_attention)
         logits = self.project_output(out[:, 0])
         return torch.log_softmax(logits.float(), dim=-1), (None if align is None else align[:, 0]), new_state
 

@@ -77,8 +77,15 @@ def test_a_forward_without_need_attention_is_refused_at_registration() -> None:
         def forward(self, src_tokens, src_lengths, prev_output_tokens):  # noqa: ANN001, ANN201
             raise AssertionError("not called")
 
-    with pytest.raises(TypeError, match="must take need_attention"):
+    with pytest.raises(TypeError, match="forward must take need_attention"):
         Registry().register_model("old")(OldForward)
+
+    class OldStep(Dummy):
+        def decode_step(self, prev_tokens, state, enc):  # noqa: ANN001, ANN201
+            raise AssertionError("not called")
+
+    with pytest.raises(TypeError, match="decode_step must take need_attention"):
+        Registry().register_model("old_step")(OldStep)
 
 
 def test_preset_that_overwrites_a_user_option_is_caught(reg: Registry) -> None:

@@ -504,3 +504,22 @@ def test_a_caller_that_reads_no_attention_spares_the_alignment_layer(full_contex
         spared, none = model(src, lengths, prev, need_attention=False)
     assert none is None
     torch.testing.assert_close(spared, logits, atol=1e-5, rtol=1e-5)  # fused kernel against the written-out product
+
+
+def test_a_search_that_keeps_no_attention_spares_the_alignment_layer(monkeypatch) -> None:  # noqa: ANN001
+    """Translation without alignments or ``--replace-unk``: the search asks each step for no
+    attention, and the Transformer's alignment layer runs the fused kernel; the hypotheses are
+    the same."""
+    model = EnsembleModel([tiny().eval()])
+    src, lengths, _, _ = batch()
+    o = SearchOptions(beam=3, nbest=3, max_len_a=0.0, max_len_b=6)
+    with torch.no_grad():
+        kept = beam_search(model, src, lengths, o, return_attention=True)
+        monkeypatch.setattr("nmtkit.models.multihead.attend_with_weights", lambda *a, **k: (_ for _ in ()).throw(
+            AssertionError("attention computed for a search that keeps none")))
+        spared = beam_search(model, src, lengths, o, return_attention=False)
+    for a, b in zip(kept, spared):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert all(h.attention is None for h in b) and all(h.attention is not None for h in a)
+        for ha, hb in zip(a, b):
+            assert abs(ha.score - hb.score) < 1e-4

@@ -119,8 +119,7 @@ def eager_search(model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOption
     b = _Batch(model, src_tokens, src_lengths, o)
     step = 0
     while b.active:
-        lprobs, attn, b.states = model.decode_step(b.hist.tokens[:, -1], b.states, b.encs)
-        attn = attn if return_attention else None
+        lprobs, attn, b.states = model.decode_step(b.hist.tokens[:, -1], b.states, b.encs, return_attention)
         rules.constrain_(lprobs, step, o, b.max_len_rows, force=step >= min(b.max_lens[s] for s in b.active))
         c = rules.candidates(lprobs, b.scores, b.cand(lprobs), beam, o, topk_ordered, first_row_only=step == 0,
                              columns=shortlist)

@@ -81,7 +81,7 @@ class _State:
 def _step(model, s: _State, o: SearchOptions) -> None:  # noqa: ANN001 - an EnsembleModel
     """One search step, in place on ``s``: :mod:`.rules` on fixed-shape buffers."""
     k = o.beam
-    lprobs, attn, new_states = model.decode_step(s.last, s.states, s.encs)
+    lprobs, attn, new_states = model.decode_step(s.last, s.states, s.encs, s.hist_att is not None)
     rules.constrain_(lprobs, s.step, o, s.max_len_rows)
     c = rules.candidates(lprobs, s.scores, s.cand, k, o, exact_topk)
     sp = rules.split(c, k)

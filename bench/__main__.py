@@ -55,14 +55,17 @@ SUITES: dict[str, dict] = {
                               "--hours", "1"]),
         ("quality_per_hour", ["--phase", "report"]),
     ]},
-    # the Transformer pair (nmtkit transformer_tiny, fairseq's at the same shape), each with its recipe, 2 seeds x 1 h
-    "transformer-per-hour": {"work": "/root/qph-transformer", "steps": [
-        ("quality_per_hour", ["--systems", "nmtkit-transformer", "fairseq-transformer", "--seeds", "1", "2", "--hours", "1"]),
+    # the Transformers (nmtkit transformer_tiny; fairseq's and OpenNMT-py's at the same shape, each with its recipe),
+    # 2 seeds x 1 h: 3 waves of 2 runs side by side (finished runs are kept, so it may span sessions); a WORK of its
+    # own since the Xavier fix of fc22460 (/root/qph-transformer holds the runs trained before it)
+    "transformer-per-hour": {"work": "/root/qph-transformer3", "steps": [
+        ("quality_per_hour", ["--systems", "nmtkit-transformer", "fairseq-transformer", "opennmt-transformer",
+                              "--seeds", "1", "2", "--hours", "1"]),
         ("quality_per_hour", ["--phase", "report"]),
     ]},
-    # their translation speed: nmtkit's paths (int8 with a shortlist chosen on valid too), fairseq-interactive
-    # and CTranslate2 on the fairseq model
-    "transformer-translate-speed": {"work": "/root/qph-transformer", "needs": "transformer-per-hour", "steps": [
+    # their translation speed: nmtkit's paths (int8 with a shortlist chosen on valid too), fairseq-interactive,
+    # OpenNMT-py's onmt_translate and CTranslate2 on the fairseq model
+    "transformer-translate-speed": {"work": "/root/qph-transformer3", "needs": "transformer-per-hour", "steps": [
         ("shortlist_valid", ["--nmtkit-run", "nmtkit-transformer"]),
         ("translate_speed", ["--nmtkit-run", "nmtkit-transformer", "--threads", "1", "--repeat", "3"]),
     ]},

@@ -111,6 +111,17 @@ SETUPS = [
           "for the Multi30k transformer tiny (README, evaluate.sh)",
           "the mean of the last 10 epoch checkpoints (their evaluate.sh; a candidate chosen on valid, as nmtkit's)",
           "inverse_sqrt"),
+    Setup("opennmt-transformer", "quality-per-hour", "same",
+          "encoder_type/decoder_type transformer at transformer_tiny's shape (4+4 layers, 128/256, 4 heads), "
+          "add_qkvbias and add_ffnbias (the paper's biased projections), share_embeddings and "
+          "share_decoder_embeddings, position_encoding, param_init_glorot, dropout 0.3, attention_dropout 0; "
+          "Wu et al.'s optimiser in OpenNMT-py's terms: Adam (0.9, 0.98), decay_method noam with warmup_steps 2000 "
+          "and learning_rate scaled to peak at 0.005, max_grad_norm 0, label_smoothing 0.1, batch_type tokens "
+          "4096, train_steps 8000; pre-norm (OpenNMT-py's only Transformer layout)",
+          "OpenNMT-py 3.5.1 docs, FAQ 'How do I use the Transformer model?' (noam, param_init_glorot, token "
+          "batches) and opts.py (add_qkvbias, add_ffnbias); Wu et al. (2021)'s tiny shape and schedule",
+          "the mean of the last 10 checkpoints with onmt_average_models (a candidate chosen on valid, as for "
+          "the other Transformers)", "noam (inverse square root after linear warm-up)"),
     Setup("marian", "quality-per-hour", "closest",
           "--type s2s (biGRU, conditional GRU), --dim-emb 256 --dim-rnn 256, --tied-embeddings-all, "
           "--layer-normalization, --dropout-rnn 0.2 --dropout-src 0.1 --dropout-trg 0.1, --label-smoothing 0.1, "
@@ -192,6 +203,17 @@ def fairseq_transformer_params(v: int, d: int, ffn: int, enc_layers: int, dec_la
     final = 2 * 2 * d if normalize_before else 0
     embs = v * d if share_all else 3 * v * d
     return embs + enc + dec + final
+
+
+def onmt_transformer_params(v: int, d: int, ffn: int, enc_layers: int, dec_layers: int) -> int:
+    """OpenNMT-py 3.5.1 Transformer with ``add_qkvbias`` and ``add_ffnbias`` (the paper's layers),
+    shared embeddings and ``share_decoder_embeddings``: pre-norm layers, i.e. fairseq's pre-norm
+    count (the same LayerNorms: one before each sublayer, and a final one per stack,
+    onmt/encoders/transformer.py, onmt/decoders/transformer.py), plus the generator's bias (its
+    weight is the tied embedding: onmt/model_builder.py).  Checked against what OpenNMT-py 3.5.1
+    printed for quality_per_hour's Transformer config at a 6,352-word shared vocabulary: 2,144,976
+    (2026-11-28, a 2-step dry run on 3,000 pairs)."""
+    return fairseq_transformer_params(v, d, ffn, enc_layers, dec_layers, share_all=True, normalize_before=True) + v
 
 
 def fairseq_unused_encoder_copies(d: int, ffn: int, enc_layers: int) -> int:

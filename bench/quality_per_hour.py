@@ -45,7 +45,14 @@ The Transformers, a pair of their own (run them in a WORK of their own, so the r
 * ``fairseq-transformer``: fairseq 0.12.2 ``--arch transformer`` at the same shape (the same
   parameter count, checked) with Wu et al.'s own fairseq recipe (the same optimiser and schedule,
   ``--warmup-init-lr 1e-7``, ``--clip-norm 0``, ``--patience 10`` on the valid loss), float32
-  (fairseq's bf16 is not a CPU path).
+  (fairseq's bf16 is not a CPU path);
+* ``opennmt-transformer``: OpenNMT-py 3.5.1's Transformer (its FAQ set-up: ``param_init_glorot``,
+  the ``noam`` schedule, token batches) at the same shape with biases on every projection
+  (``add_qkvbias``, ``add_ffnbias``: the paper's layers) and Wu et al.'s optimiser: Adam (0.9, 0.98),
+  ``noam`` scaled to peak at lr 0.005 after 2,000 warm-up updates (:func:`noam_scale`), no
+  clipping, 4,096-token batches, at most 8,000 updates, dropout 0.3; pre-norm, the only layout its
+  Transformer has (the same parameters as post-norm plus a final LayerNorm per stack); checkpoints
+  about once per epoch, the last 10 averaged with its ``onmt_average_models``.
 
 All train on the same BPE pieces (the recipe's Moses tokens and joint BPE, 8,000 merges, exported
 from nmtkit's data directory), 64 sentences per batch, and save a checkpoint about once per epoch
@@ -83,6 +90,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import shutil
@@ -95,9 +103,10 @@ from typing import Optional
 
 import benchlib as bl
 
-SYSTEMS = ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "nmtkit-transformer", "fairseq-transformer")
+SYSTEMS = ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "nmtkit-transformer", "fairseq-transformer",
+           "opennmt-transformer")
 #: The Transformer pair's preset and batches (the recipe of examples/multi30k and Wu et al.'s).
-TRANSFORMER_ARCH, TRANSFORMER_TOKENS, TRANSFORMER_UPDATES = "transformer_tiny", 4096, 8000
+TRANSFORMER_ARCH, TRANSFORMER_TOKENS, TRANSFORMER_UPDATES, TRANSFORMER_WARMUP = "transformer_tiny", 4096, 8000, 2000
 BATCH = 64
 PICTURE = bl.REPO / "bench" / "quality_per_hour.png"
 PICTURE_TRANSFORMER = bl.REPO / "bench" / "quality_per_hour_transformer.png"  # a WORK of the Transformer pair
@@ -192,16 +201,26 @@ def updates_per_epoch(txt: Path) -> int:
     return -(-bl.count_lines(txt / "train.en") // BATCH)
 
 
+def transformer_updates_per_epoch(txt: Path) -> int:
+    """About one epoch of ``TRANSFORMER_TOKENS`` batches (each pair costs its longer side with
+    ``</s>``, before padding): how often a toolkit that counts only steps saves a checkpoint."""
+    def lengths(side: str) -> list[int]:
+        return [len(line.split()) + 1 for line in (txt / f"train.{side}").read_text(encoding="utf-8").splitlines()]
+
+    return -(-sum(map(max, lengths("en"), lengths("de"))) // TRANSFORMER_TOKENS)
+
+
 # -- one toolkit each ---------------------------------------------------------------------------
 def peer_bin(args: argparse.Namespace, venv: str, tool: str) -> Path:
     return Path(args.peers) / venv / "bin" / tool
 
 
-def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1, dropout: float = 0.3, lr: float = 0.002) -> Path:
-    """OpenNMT-py's RNN recipe at luong_m30k's shape (see the module docstring)."""
+def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1, dropout: float = 0.3, lr: float = 0.002,
+              transformer: bool = False) -> Path:
+    """OpenNMT-py's RNN recipe at luong_m30k's shape, or (``transformer``) its Transformer at
+    transformer_tiny's (see the module docstring); ``lr`` is the peak learning rate."""
     out.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        f"""# written by bench/quality_per_hour.py
+    common = f"""# written by bench/quality_per_hour.py
 save_data: {out}/data
 src_vocab: {out}/vocab.en
 tgt_vocab: {out}/vocab.de
@@ -215,7 +234,48 @@ data:
     path_src: {txt}/valid.en
     path_tgt: {txt}/valid.de
 model_type: text
-encoder_type: brnn
+share_vocab: true
+share_embeddings: true
+share_decoder_embeddings: true
+dropout: [{dropout}]
+world_size: 1
+gpu_ranks: []
+normalization: tokens
+optim: adam
+label_smoothing: 0.1
+train_steps: {TRANSFORMER_UPDATES if transformer else 1000000}
+valid_steps: {per_epoch}
+save_checkpoint_steps: {per_epoch}
+keep_checkpoint: -1
+report_every: 100
+save_model: {out}/model
+"""
+    if transformer:  # OpenNMT-py's FAQ Transformer set-up at Wu et al.'s shape, optimiser and schedule
+        model = f"""encoder_type: transformer
+decoder_type: transformer
+position_encoding: true
+enc_layers: 4
+dec_layers: 4
+heads: 4
+hidden_size: 128
+word_vec_size: 128
+transformer_ff: 256
+add_qkvbias: true
+add_ffnbias: true
+attention_dropout: [0.0]
+param_init: 0
+param_init_glorot: true
+batch_type: tokens
+batch_size: {TRANSFORMER_TOKENS}
+valid_batch_size: {TRANSFORMER_TOKENS}
+adam_beta2: 0.98
+decay_method: noam
+warmup_steps: {TRANSFORMER_WARMUP}
+learning_rate: {noam_scale(lr, 128, TRANSFORMER_WARMUP):.6f}
+max_grad_norm: 0
+"""
+    else:
+        model = f"""encoder_type: brnn
 decoder_type: rnn
 rnn_type: LSTM
 enc_layers: 2
@@ -225,39 +285,31 @@ hidden_size: 256
 global_attention: general
 input_feed: 1
 bridge: true
-share_vocab: true
-share_embeddings: true
-share_decoder_embeddings: true
 average_decay: 0.0001
-dropout: [{dropout}]
 param_init: 0.1
-world_size: 1
-gpu_ranks: []
 batch_type: sents
 batch_size: {BATCH}
 valid_batch_size: {BATCH}
-normalization: tokens
-optim: adam
 learning_rate: {lr}
-label_smoothing: 0.1
 max_grad_norm: 5
-train_steps: 1000000
-valid_steps: {per_epoch}
-save_checkpoint_steps: {per_epoch}
-keep_checkpoint: -1
-report_every: 100
-save_model: {out}/model
-""",
-        encoding="utf-8",
-    )
+"""
+    path.write_text(common + model, encoding="utf-8")
     return path
+
+
+def noam_scale(peak_lr: float, d_model: int, warmup: int) -> float:
+    """OpenNMT-py's ``noam`` schedule is ``learning_rate * d^-0.5 * min(step^-0.5, step * warmup^-1.5)``:
+    the inverse square root after a linear warm-up, as fairseq's and nmtkit's, peaking at
+    ``learning_rate * (d * warmup)^-0.5``.  This is the ``learning_rate`` that peaks at ``peak_lr``."""
+    return peak_lr * math.sqrt(d_model * warmup)
 
 
 #: Each system's documented dropout and learning rate (module docstring), the starting point of tuning.
 DEFAULT_HP = {"nmtkit-fp32": {"dropout": 0.2, "lr": 0.002}, "nmtkit-bf16": {"dropout": 0.2, "lr": 0.002},
               "opennmt": {"dropout": 0.3, "lr": 0.002}, "marian": {"dropout": 0.2, "lr": 0.001},
               "fairseq": {"dropout": 0.3, "lr": 0.002},
-              "nmtkit-transformer": {"dropout": 0.3, "lr": 0.005}, "fairseq-transformer": {"dropout": 0.3, "lr": 0.005}}
+              "nmtkit-transformer": {"dropout": 0.3, "lr": 0.005}, "fairseq-transformer": {"dropout": 0.3, "lr": 0.005},
+              "opennmt-transformer": {"dropout": 0.3, "lr": 0.005}}
 
 #: The tuning grid, the same for every system (the same budget on valid): ``--phase tune`` trains
 #: each variant for ``--tune-hours`` and keeps the best greedy valid BLEU (``tuned_hp``).
@@ -303,8 +355,10 @@ def train_plan(args: argparse.Namespace, system: str, dest: Path, txt: Path, w: 
                  "--ema-decay", "0.999", "--lr-schedule", "anneal", "--anneal-fraction", "0.2",
                  "--encoder-hidden-size", "256", "--dropout", dropout, "--lr", lr, "--keep-last", "0",
                  "--stop-time-hours", args.hours]], {}, False
-    if system == "opennmt":
-        yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", per_epoch, seed, dropout, lr)
+    if toolkit(system) == "opennmt":
+        transformer = system == "opennmt-transformer"
+        every = transformer_updates_per_epoch(txt) if transformer else per_epoch
+        yaml = onmt_yaml(w / "onmt.yaml", txt, w / "ckpt", every, seed, dropout, lr, transformer)
         return [[peer_bin(args, "opennmt", "onmt_build_vocab"), "-config", yaml, "-n_sample", "-1"],
                 [peer_bin(args, "opennmt", "onmt_train"), "-config", yaml]], bl.ONMT_ENV, True
     if system == "marian":
@@ -415,7 +469,7 @@ def fairseq_ema_weights(args: argparse.Namespace, ckpt: Path) -> Path:
 #: Systems whose recipe averages the last N epoch checkpoints before translating: Wu et al.
 #: (2021)'s evaluate.sh (fairseq's scripts/average_checkpoints.py --num-epoch-checkpoints 10) and
 #: examples/multi30k (AVG).  The average joins the candidates that valid BLEU chooses among.
-AVERAGE_LAST = {"nmtkit-transformer": 10, "fairseq-transformer": 10}
+AVERAGE_LAST = {"nmtkit-transformer": 10, "fairseq-transformer": 10, "opennmt-transformer": 10}
 
 #: fairseq 0.12.2 installs no average_checkpoints.py; this does what it does for epoch checkpoints:
 #: the mean of every floating-point tensor of ``model``, the rest of the newest checkpoint kept.
@@ -438,6 +492,8 @@ def average_last(args: argparse.Namespace, system: str, w: Path, n: int) -> Opti
     if not (out.is_file() and out.stat().st_mtime >= max(p.stat().st_mtime for _, p in epochs)):
         if toolkit(system) == "nmtkit":
             cmd = [bl.nmtkit_bin("nmtkit-average"), "--inputs", *[p for _, p in epochs], "-o", out]
+        elif toolkit(system) == "opennmt":  # its own tool (onmt/bin/average_models.py)
+            cmd = [peer_bin(args, "opennmt", "onmt_average_models"), "-models", *[p for _, p in epochs], "-output", out]
         else:
             cmd = [peer_bin(args, "fairseq", "python"), "-c", FAIRSEQ_AVERAGE, out, *[p for _, p in epochs]]
         bl.run_cmd(cmd, out.with_suffix(".log"), quiet=True)
@@ -454,7 +510,7 @@ def checkpoints(system: str, w: Path) -> list[tuple[str, Path]]:
         if last.is_file() and (not found or last.stat().st_mtime > found[-1][1].stat().st_mtime + 1):
             found.append(("last", last))
         return found
-    if system == "opennmt":
+    if toolkit(system) == "opennmt":
         found = [(p.stem.rsplit("_", 1)[1], p) for p in ck.glob("model_step_*.pt")]
         return sorted(found, key=lambda t: int(t[0]))
     if system == "marian":
@@ -504,7 +560,7 @@ def decode_cmd(args: argparse.Namespace, system: str, ckpt: Path, w: Path, beam:
     if toolkit(system) == "nmtkit":
         return [bl.nmtkit_bin("nmtkit-translate"), "--path", ckpt, *norm, "--batch-size", BATCH, "--threads", threads,
                 "--device", "cpu", *extra], env, False
-    if system == "opennmt":
+    if toolkit(system) == "opennmt":
         return [peer_bin(args, "opennmt", "onmt_translate"), "-model", ckpt, "-src", files[0], "-output", files[1],
                 *norm, "-batch_size", BATCH, "-gpu", "-1", *extra], {**env, **bl.ONMT_ENV}, True
     if system == "marian":
@@ -538,7 +594,7 @@ def translate(args: argparse.Namespace, system: str, ckpt: Path, source: dict[bo
     src = source[toolkit(system) != "nmtkit"]  # the peers read and write BPE pieces
     cmd, env, pieces = decode_cmd(args, system, ckpt, w, beam, threads, extra, files=(src, raw_out))
     pin = ["taskset", "-c", str(core)] if core is not None else []
-    to_file = system == "opennmt"  # writes raw_out itself
+    to_file = toolkit(system) == "opennmt"  # writes raw_out itself
     run = bl.run_cmd(pin + cmd, out.with_suffix(".log"), stdin=None if to_file else src, stdout=None if to_file else raw_out,
                      env=env, quiet=True)
     if toolkit(system) == "fairseq":
@@ -816,10 +872,11 @@ def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: P
                                                 share_decoder_embeddings=True),
               "fairseq": peers.fairseq_lstm_params(v, 256, 256, 256, 2, True, 256)}
     counts["fairseq-transformer"] = peers.fairseq_transformer_params(v, 128, 256, 4, 4)
+    counts["opennmt-transformer"] = peers.onmt_transformer_params(v, 128, 256, 4, 4)
     tiny = peers.nmtkit_params(TRANSFORMER_ARCH, v, v)
     for s in systems:
         if s in counts:
-            ours = tiny if s == "fairseq-transformer" else nmtkit
+            ours = tiny if s.endswith("-transformer") else nmtkit
             print(peers.check_shape(ours, counts[s], peers.setup(s, "quality-per-hour").shape, f"quality per hour, {s}"))
     if "opennmt" in systems:  # the nearest shape OpenNMT-py can build: nmtkit's own default luong_m30k but for the bridge
         print(peers.check_shape(default, counts["opennmt"], "closest", "luong_m30k (128 per direction) against OpenNMT-py brnn 256"))
@@ -830,7 +887,7 @@ def check_setup(args: argparse.Namespace, systems: list[str], dest: Path, txt: P
             continue
         cmds, _, _ = train_plan(args, s, dest, txt, dest.parent / "_check" / s)
         train = cmds[-1]
-        if s == "opennmt":
+        if toolkit(s) == "opennmt":
             keys = [f"-{line.split(':')[0]}" for line in Path(train[-1]).read_text().splitlines()
                     if line and not line.startswith((" ", "#")) and ":" in line and line.split(":")[0] not in ("data",)]
             peers.check_flags(train[0], keys)

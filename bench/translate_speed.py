@@ -177,7 +177,7 @@ def main() -> None:
                     sc = scores(hyp, ref)
                     src = test[toolkit(system) != "nmtkit"]
                     cmd, env, _ = decode_cmd(args, system, ckpt, w, 5, threads, extra, files=(src, hyp.with_suffix(".raw")))
-                    redirect = "" if system == "opennmt" else f" < {src} > {hyp.with_suffix('.raw')}"
+                    redirect = "" if toolkit(system) == "opennmt" else f" < {src} > {hyp.with_suffix('.raw')}"
                     cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + redirect)
                     results.append({"toolkit": toolkit(system), "path": label, "threads": threads, "wall": full.wall,
                                     "sent_s": n_sent / full.wall, "sent_s_net": n_sent / max(full.wall - short.wall, 1e-9),

@@ -217,6 +217,23 @@ def test_same_shape_pairs_and_the_refusal():
     assert "closest" in peers.check_shape(100, 150, "closest", "x")
 
 
+def test_onmt_transformer_count_matches_what_opennmt_printed():
+    # OpenNMT-py 3.5.1 printed "* number of parameters: 2144976" for quality_per_hour's Transformer
+    # config (onmt_yaml(transformer=True)) with a shared vocabulary of 6,352 (a 2-step dry run)
+    assert peers.onmt_transformer_params(6352, 128, 256, 4, 4) == 2144976
+    tiny = peers.nmtkit_params("transformer_tiny", 6352, 6352)
+    peers.check_shape(tiny, 2144976, "same", "opennmt-transformer")  # within 1 %: its generator bias and final norms
+
+
+def test_noam_peaks_where_the_recipe_does():
+    import quality_per_hour as qph
+
+    scale, d, warmup = qph.noam_scale(0.005, 128, 2000), 128, 2000
+    noam = lambda step: scale * d ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)  # noqa: E731 - OpenNMT-py's formula
+    assert abs(noam(warmup) - 0.005) < 1e-12
+    assert abs(noam(8000) - 0.005 * (warmup / 8000) ** 0.5) < 1e-12  # the same inverse square root as fairseq's after warm-up
+
+
 def test_every_decoder_searches_alike():
     import quality_per_hour as qph
 
@@ -312,7 +329,7 @@ def test_the_transformer_pair_averages_the_last_epoch_checkpoints_with_each_tool
     import quality_per_hour as qph
     from tests.helpers import make_checkpoint
 
-    assert set(qph.AVERAGE_LAST) == {"nmtkit-transformer", "fairseq-transformer"}
+    assert set(qph.AVERAGE_LAST) == {"nmtkit-transformer", "fairseq-transformer", "opennmt-transformer"}
     monkeypatch.setattr(qph, "peer_bin", lambda args, venv, tool: Path(sys.executable))
     fair, ours = tmp_path / "fairseq-transformer", tmp_path / "nmtkit-transformer"
     (fair / "ckpt").mkdir(parents=True)
@@ -334,6 +351,15 @@ def test_the_transformer_pair_averages_the_last_epoch_checkpoints_with_each_tool
     assert (label, epochs) == ("avg2", ["1", "2"]) and torch.allclose(avg[key], (states[0][key] + states[1][key]) / 2)
     (ours / "ckpt" / "checkpoint2.pt").unlink()
     assert qph.average_last(None, "nmtkit-transformer", ours, 10) is None  # one checkpoint: nothing to average
+    onmt = tmp_path / "opennmt-transformer" / "ckpt"  # OpenNMT-py counts steps: model_step_N.pt, averaged by its own tool
+    onmt.mkdir(parents=True)
+    for step in (117, 234, 351):
+        (onmt / f"model_step_{step}.pt").write_text("x")
+    ran = []
+    monkeypatch.setattr(qph.bl, "run_cmd", lambda cmd, *a, **k: ran.append([str(c) for c in cmd]))
+    label, out, epochs = qph.average_last(None, "opennmt-transformer", onmt.parent, 2)
+    assert (label, epochs) == ("avg2", ["234", "351"])
+    assert ran[0][1:] == ["-models", str(onmt / "model_step_234.pt"), str(onmt / "model_step_351.pt"), "-output", str(out)]
 
 
 def test_fairseq_transformer_layout_is_nmtkits():

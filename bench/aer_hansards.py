@@ -165,15 +165,18 @@ def train_cmd(args, bindir: Path, save: Path, arch: str, seconds: int, extra: Se
 
 
 def train_pair(steps: Steps, args, work: Path, jobs_spec: dict[str, tuple], fresh: bool = True,
-               snapshot: str = "") -> None:
+               snapshot: str = "", previous: str = "") -> None:
     """Train several models side by side, each with its time budget: from scratch when
     ``fresh`` (a half-finished earlier run is removed, the budget is per run), else resuming
-    checkpoint_last.pt.  ``snapshot``: copy each checkpoint_last.pt to this name afterwards
+    checkpoint_last.pt (as the ``previous`` round's snapshot left it, when this round is redone).
+    ``snapshot``: copy each checkpoint_last.pt (and the training log) to this name afterwards
     (later rounds overwrite checkpoint_last.pt)."""
     jobs = {}
     for name, (bindir, save, arch, seconds, *extra) in jobs_spec.items():
         if fresh and steps.done(name) is None and save.exists():
             shutil.rmtree(save)
+        elif not fresh and previous and steps.done(name) is None:
+            restore_round(save, previous)
         jobs[name] = {"cmd": train_cmd(args, bindir, save, arch, seconds, *extra), "check": False}
     steps.parallel(jobs)
     for name, (_, save, *_) in jobs_spec.items():
@@ -184,7 +187,20 @@ def train_pair(steps: Steps, args, work: Path, jobs_spec: dict[str, tuple], fres
         if not (save / "checkpoint_last.pt").is_file():
             sys.exit(f"{name}: no {save / 'checkpoint_last.pt'}; see {steps.dir / (name + '.log')}")
         if snapshot and not (save / snapshot).is_file():
+            shutil.copyfile(save / "train_log.jsonl", save / f"{Path(snapshot).stem}.train_log.jsonl")
             shutil.copyfile(save / "checkpoint_last.pt", save / snapshot)
+
+
+def restore_round(save: Path, previous: str) -> None:
+    """A round that did not finish (a session's end) is redone from where the ``previous`` round
+    ended: its checkpoint (with the optimizer and data state) and its training log, so the round
+    gets its budget once and train_summary's segments stay one per round."""
+    snap, log = save / previous, save / f"{Path(previous).stem}.train_log.jsonl"
+    if not snap.is_file():
+        sys.exit(f"{snap} is missing: the round before cannot be restored (rerun with --fresh)")
+    shutil.copyfile(snap, save / "checkpoint_last.pt")
+    if log.is_file():  # snapshots of older runs have no log copy
+        shutil.copyfile(log, save / "train_log.jsonl")
 
 
 def train_summary(save: Path, rounds: int = 0) -> dict:
@@ -446,7 +462,7 @@ def main() -> None:
         for rnd in range(1, n_rounds + 1):
             sfx = "" if rnd == 1 else f"-round{rnd}"
             train_pair(steps, args, work, {f"train-{d}{tag}{sfx}": (work / f"bin-{d}", ckpt[d], args.arch, budget, extra) for d in ckpt},
-                       fresh=rnd == 1, snapshot=f"checkpoint_round{rnd}.pt")
+                       fresh=rnd == 1, snapshot=f"checkpoint_round{rnd}.pt", previous=f"checkpoint_round{rnd - 1}.pt")
             fwd, rev = (ckpt[d] / f"checkpoint_round{rnd}.pt" for d in ("en-fr", "fr-en"))
             nmt = {}
             for shift in (0, 1):

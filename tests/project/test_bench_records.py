@@ -259,6 +259,35 @@ def test_an_interrupted_run_starts_again_and_a_finished_one_is_kept(tmp_path):
     assert qph.runs_in(tmp_path) == ["opennmt"]  # the set-aside run is not a run of the report
 
 
+def test_an_unfinished_aer_round_is_redone_from_the_round_before(tmp_path, monkeypatch):
+    import aer_hansards as aer
+
+    save = tmp_path / "ckpt-en-fr"
+    save.mkdir()
+    (save / "checkpoint_round1.pt").write_text("end of round 1")
+    (save / "checkpoint_round1.train_log.jsonl").write_text('{"event": "start"}\n')
+    (save / "checkpoint_last.pt").write_text("half of round 2")  # a session ended inside round 2
+    (save / "train_log.jsonl").write_text('{"event": "start"}\n{"event": "start"}\n')
+
+    class Steps:  # round 2's step never finished; running it writes the round's end
+        runs: dict = {}
+
+        def done(self, name):  # noqa: ANN001, ANN201
+            return None
+
+        def parallel(self, jobs):  # noqa: ANN001, ANN201
+            assert (save / "checkpoint_last.pt").read_text() == "end of round 1"
+            assert (save / "train_log.jsonl").read_text() == '{"event": "start"}\n'
+            (save / "checkpoint_last.pt").write_text("end of round 2")
+            self.runs = {n: type("Run", (), {"rc": 124})() for n in jobs}
+
+    monkeypatch.setattr(aer, "train_cmd", lambda *a, **k: ["true"])
+    aer.train_pair(Steps(), None, tmp_path, {"train-en-fr-round2": (tmp_path, save, "x", 60)}, fresh=False,
+                   snapshot="checkpoint_round2.pt", previous="checkpoint_round1.pt")
+    assert (save / "checkpoint_round2.pt").read_text() == "end of round 2"
+    assert (save / "checkpoint_round2.train_log.jsonl").is_file()
+
+
 def test_check_flags_against_help():
     peers.check_flags(Path("tool"), ["--beam", 5, "--lenpen", 1.0, "-1"], help_text="usage: --beam N --lenpen X")
     with pytest.raises(peers.CheckFailed):

@@ -13,6 +13,7 @@ import argparse
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import re
@@ -539,6 +540,83 @@ save_model: {out}/model
         encoding="utf-8",
     )
     return path
+
+
+def onmt_transformer_yaml(
+    path: Path, txt: Path, out: Path, steps: int, batch_tokens: int, *, layers: int, d: int, ffn: int, heads: int,
+    dropout: float, peak_lr: float, warmup: int, save_steps: int, valid: bool = True, seed: int = 1,
+    gpu: bool = False, fp16: bool = False, report_every: int = 100,
+) -> Path:
+    """OpenNMT-py 3.5.1's Transformer at an nmtkit preset's shape: its FAQ set-up ('How do I use the
+    Transformer model?': glorot init, the ``noam`` schedule, token batches), biases on every
+    projection (``add_qkvbias``, ``add_ffnbias``: the paper's layers, 3.5.1's default has none),
+    all embeddings shared, Adam (0.9, 0.98), no clipping, label smoothing 0.1, and ``noam`` scaled
+    to peak at ``peak_lr`` after ``warmup`` updates (:func:`noam_scale`).  Pre-norm: the only layout
+    its Transformer has.  ``fp16``: its mixed precision (``model_dtype fp16`` with Adam: torch
+    autocast and a gradient scaler; 3.5.1 has no bf16)."""
+    out.mkdir(parents=True, exist_ok=True)
+    valid_part = f"  valid:\n    path_src: {txt}/valid.en\n    path_tgt: {txt}/valid.de\n" if valid else ""
+    path.write_text(
+        f"""# written by bench/benchlib.py:onmt_transformer_yaml
+save_data: {out}/data
+src_vocab: {out}/vocab.en
+tgt_vocab: {out}/vocab.de
+overwrite: true
+seed: {seed}
+data:
+  corpus_1:
+    path_src: {txt}/train.en
+    path_tgt: {txt}/train.de
+{valid_part}model_type: text
+share_vocab: true
+share_embeddings: true
+share_decoder_embeddings: true
+encoder_type: transformer
+decoder_type: transformer
+position_encoding: true
+enc_layers: {layers}
+dec_layers: {layers}
+heads: {heads}
+hidden_size: {d}
+word_vec_size: {d}
+transformer_ff: {ffn}
+add_qkvbias: true
+add_ffnbias: true
+dropout: [{dropout}]
+attention_dropout: [0.0]
+param_init: 0
+param_init_glorot: true
+world_size: 1
+gpu_ranks: [{0 if gpu else ''}]
+model_dtype: {'fp16' if fp16 else 'fp32'}
+batch_type: tokens
+batch_size: {batch_tokens}
+valid_batch_size: {batch_tokens}
+normalization: tokens
+optim: adam
+adam_beta2: 0.98
+decay_method: noam
+warmup_steps: {warmup}
+learning_rate: {noam_scale(peak_lr, d, warmup):.6f}
+max_grad_norm: 0
+label_smoothing: 0.1
+train_steps: {steps}
+valid_steps: {save_steps}
+save_checkpoint_steps: {save_steps}
+keep_checkpoint: -1
+report_every: {report_every}
+save_model: {out}/model
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def noam_scale(peak_lr: float, d_model: int, warmup: int) -> float:
+    """OpenNMT-py's ``noam`` schedule is ``learning_rate * d^-0.5 * min(step^-0.5, step * warmup^-1.5)``:
+    the inverse square root after a linear warm-up, as fairseq's and nmtkit's, peaking at
+    ``learning_rate * (d * warmup)^-0.5``.  This is the ``learning_rate`` that peaks at ``peak_lr``."""
+    return peak_lr * math.sqrt(d_model * warmup)
 
 
 _ONMT_STEP = re.compile(

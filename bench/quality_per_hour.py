@@ -49,7 +49,7 @@ The Transformers, a pair of their own (run them in a WORK of their own, so the r
 * ``opennmt-transformer``: OpenNMT-py 3.5.1's Transformer (its FAQ set-up: ``param_init_glorot``,
   the ``noam`` schedule, token batches) at the same shape with biases on every projection
   (``add_qkvbias``, ``add_ffnbias``: the paper's layers) and Wu et al.'s optimiser: Adam (0.9, 0.98),
-  ``noam`` scaled to peak at lr 0.005 after 2,000 warm-up updates (:func:`noam_scale`), no
+  ``noam`` scaled to peak at lr 0.005 after 2,000 warm-up updates (``benchlib.noam_scale``), no
   clipping, 4,096-token batches, at most 8,000 updates, dropout 0.3; pre-norm, the only layout its
   Transformer has (the same parameters as post-norm plus a final LayerNorm per stack); checkpoints
   about once per epoch, the last 10 averaged with its ``onmt_average_models``.
@@ -90,7 +90,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import shutil
@@ -218,9 +217,14 @@ def peer_bin(args: argparse.Namespace, venv: str, tool: str) -> Path:
 def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1, dropout: float = 0.3, lr: float = 0.002,
               transformer: bool = False) -> Path:
     """OpenNMT-py's RNN recipe at luong_m30k's shape, or (``transformer``) its Transformer at
-    transformer_tiny's (see the module docstring); ``lr`` is the peak learning rate."""
+    transformer_tiny's with Wu et al.'s optimiser (see the module docstring); ``lr``: the peak."""
+    if transformer:
+        return bl.onmt_transformer_yaml(path, txt, out, TRANSFORMER_UPDATES, TRANSFORMER_TOKENS, layers=4, d=128, ffn=256,
+                                        heads=4, dropout=dropout, peak_lr=lr, warmup=TRANSFORMER_WARMUP,
+                                        save_steps=per_epoch, seed=seed)
     out.mkdir(parents=True, exist_ok=True)
-    common = f"""# written by bench/quality_per_hour.py
+    path.write_text(
+        f"""# written by bench/quality_per_hour.py
 save_data: {out}/data
 src_vocab: {out}/vocab.en
 tgt_vocab: {out}/vocab.de
@@ -234,48 +238,7 @@ data:
     path_src: {txt}/valid.en
     path_tgt: {txt}/valid.de
 model_type: text
-share_vocab: true
-share_embeddings: true
-share_decoder_embeddings: true
-dropout: [{dropout}]
-world_size: 1
-gpu_ranks: []
-normalization: tokens
-optim: adam
-label_smoothing: 0.1
-train_steps: {TRANSFORMER_UPDATES if transformer else 1000000}
-valid_steps: {per_epoch}
-save_checkpoint_steps: {per_epoch}
-keep_checkpoint: -1
-report_every: 100
-save_model: {out}/model
-"""
-    if transformer:  # OpenNMT-py's FAQ Transformer set-up at Wu et al.'s shape, optimiser and schedule
-        model = f"""encoder_type: transformer
-decoder_type: transformer
-position_encoding: true
-enc_layers: 4
-dec_layers: 4
-heads: 4
-hidden_size: 128
-word_vec_size: 128
-transformer_ff: 256
-add_qkvbias: true
-add_ffnbias: true
-attention_dropout: [0.0]
-param_init: 0
-param_init_glorot: true
-batch_type: tokens
-batch_size: {TRANSFORMER_TOKENS}
-valid_batch_size: {TRANSFORMER_TOKENS}
-adam_beta2: 0.98
-decay_method: noam
-warmup_steps: {TRANSFORMER_WARMUP}
-learning_rate: {noam_scale(lr, 128, TRANSFORMER_WARMUP):.6f}
-max_grad_norm: 0
-"""
-    else:
-        model = f"""encoder_type: brnn
+encoder_type: brnn
 decoder_type: rnn
 rnn_type: LSTM
 enc_layers: 2
@@ -285,23 +248,32 @@ hidden_size: 256
 global_attention: general
 input_feed: 1
 bridge: true
+share_vocab: true
+share_embeddings: true
+share_decoder_embeddings: true
 average_decay: 0.0001
+dropout: [{dropout}]
 param_init: 0.1
+world_size: 1
+gpu_ranks: []
 batch_type: sents
 batch_size: {BATCH}
 valid_batch_size: {BATCH}
+normalization: tokens
+optim: adam
 learning_rate: {lr}
+label_smoothing: 0.1
 max_grad_norm: 5
-"""
-    path.write_text(common + model, encoding="utf-8")
+train_steps: 1000000
+valid_steps: {per_epoch}
+save_checkpoint_steps: {per_epoch}
+keep_checkpoint: -1
+report_every: 100
+save_model: {out}/model
+""",
+        encoding="utf-8",
+    )
     return path
-
-
-def noam_scale(peak_lr: float, d_model: int, warmup: int) -> float:
-    """OpenNMT-py's ``noam`` schedule is ``learning_rate * d^-0.5 * min(step^-0.5, step * warmup^-1.5)``:
-    the inverse square root after a linear warm-up, as fairseq's and nmtkit's, peaking at
-    ``learning_rate * (d * warmup)^-0.5``.  This is the ``learning_rate`` that peaks at ``peak_lr``."""
-    return peak_lr * math.sqrt(d_model * warmup)
 
 
 #: Each system's documented dropout and learning rate (module docstring), the starting point of tuning.

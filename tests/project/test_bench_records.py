@@ -226,9 +226,7 @@ def test_onmt_transformer_count_matches_what_opennmt_printed():
 
 
 def test_noam_peaks_where_the_recipe_does():
-    import quality_per_hour as qph
-
-    scale, d, warmup = qph.noam_scale(0.005, 128, 2000), 128, 2000
+    scale, d, warmup = benchlib.noam_scale(0.005, 128, 2000), 128, 2000
     noam = lambda step: scale * d ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)  # noqa: E731 - OpenNMT-py's formula
     assert abs(noam(warmup) - 0.005) < 1e-12
     assert abs(noam(8000) - 0.005 * (warmup / 8000) ** 0.5) < 1e-12  # the same inverse square root as fairseq's after warm-up

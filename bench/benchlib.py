@@ -545,12 +545,13 @@ save_model: {out}/model
 def onmt_transformer_yaml(
     path: Path, txt: Path, out: Path, steps: int, batch_tokens: int, *, layers: int, d: int, ffn: int, heads: int,
     dropout: float, peak_lr: float, warmup: int, save_steps: int, valid: bool = True, seed: int = 1,
-    gpu: bool = False, fp16: bool = False, report_every: int = 100,
+    gpu: bool = False, fp16: bool = False, report_every: int = 100, share: bool = True,
 ) -> Path:
     """OpenNMT-py 3.5.1's Transformer at an nmtkit preset's shape: its FAQ set-up ('How do I use the
     Transformer model?': glorot init, the ``noam`` schedule, token batches), biases on every
     projection (``add_qkvbias``, ``add_ffnbias``: the paper's layers, 3.5.1's default has none),
-    all embeddings shared, Adam (0.9, 0.98), no clipping, label smoothing 0.1, and ``noam`` scaled
+    all embeddings shared (``share``; else source, target and output matrices of their own, as
+    transformer_base), Adam (0.9, 0.98), no clipping, label smoothing 0.1, and ``noam`` scaled
     to peak at ``peak_lr`` after ``warmup`` updates (:func:`noam_scale`).  Pre-norm: the only layout
     its Transformer has.  ``fp16``: its mixed precision (``model_dtype fp16`` with Adam: torch
     autocast and a gradient scaler; 3.5.1 has no bf16)."""
@@ -568,9 +569,9 @@ data:
     path_src: {txt}/train.en
     path_tgt: {txt}/train.de
 {valid_part}model_type: text
-share_vocab: true
-share_embeddings: true
-share_decoder_embeddings: true
+share_vocab: {str(share).lower()}
+share_embeddings: {str(share).lower()}
+share_decoder_embeddings: {str(share).lower()}
 encoder_type: transformer
 decoder_type: transformer
 position_encoding: true

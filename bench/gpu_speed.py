@@ -1,6 +1,7 @@
 """GPU throughput: ``luong_wmt_en_de`` (Luong et al.'s 4 x 1000 model) training target tokens/s,
 eager and with ``--cuda-graphs``, beside a plain PyTorch peer and a cuDNN ceiling
-(``bench/gpu_peers.py``), in float32 and bf16; then test2016 at beam 5, batch 128, translated by
+(``bench/gpu_peers.py``), and ``transformer_base`` eager, in float32 and bf16 (the toolkit peer,
+OpenNMT-py at both shapes, is ``bench/gpu_onmt.py``'s run; ``report`` reads its rows too); then test2016 at beam 5, batch 128, translated by
 a given checkpoint (``--ckpt``) or by a model trained on the GPU for ``--quality-minutes``, with
 the eager search and with ``--cuda-graphs``, in-process and as the ``nmtkit translate`` command,
 BLEU beside each speed; and a profile of one search batch of each.
@@ -34,7 +35,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 DEVICE = "cuda"  # a smoke test on a CPU sets "cpu"
-TRAIN_SYSTEMS = ("nmtkit-eager", "plain-lstmcell", "cudnn-ceiling", "nmtkit-graphs")  # graphs last: a fault there spoils no other
+TRAIN_SYSTEMS = ("nmtkit-eager", "plain-lstmcell", "cudnn-ceiling", "nmtkit-transformer", "nmtkit-graphs")  # graphs last: a fault there spoils no other
+#: The model each training system trains (the rest: luong_wmt_en_de); the Transformer's toolkit peer is
+#: OpenNMT-py's at the same shape (bench/gpu_onmt.py).
+ARCH_OF = {"nmtkit-transformer": "transformer_base"}
 PEER = "plain-lstmcell"
 
 
@@ -46,14 +50,14 @@ def _batches(data: str, max_tokens: int, epoch: int):  # noqa: ANN202
     return d, ds, make_batches(ds.src_sizes, ds.tgt_sizes, max_tokens, None, seed=1, epoch=epoch)
 
 
-def _nmtkit_trainer(data: str, amp: str, graphs: bool, max_tokens: int):  # noqa: ANN202
+def _nmtkit_trainer(data: str, amp: str, graphs: bool, max_tokens: int, arch: str = "luong_wmt_en_de"):  # noqa: ANN202
     from rich.console import Console
 
     from nmtkit.train import distributed as distmod
     from nmtkit.train.options import resolve_train_options
     from nmtkit.train.trainer import Trainer
 
-    opt = resolve_train_options(data, {"arch": "luong_wmt_en_de", "amp": amp, "device": DEVICE, "no_progress": True,
+    opt = resolve_train_options(data, {"arch": arch, "amp": amp, "device": DEVICE, "no_progress": True,
                                        "save_dir": "/tmp/gpu_speed_ck", "max_tokens": max_tokens, "valid_subset": "none",
                                        "cuda_graphs": graphs, "optimizer": "adam", "lr": 1e-3})
     return Trainer(opt, {}, Console(stderr=True), distmod.DistInfo())
@@ -68,7 +72,7 @@ def train_throughput(system: str, data: str, amp: str, max_tokens: int, updates:
     d, ds, warm_batches = _batches(data, max_tokens, epoch=1)
     _, _, timed_batches = _batches(data, max_tokens, epoch=2)
     if system.startswith("nmtkit"):
-        trainer = _nmtkit_trainer(data, amp, system == "nmtkit-graphs", max_tokens)
+        trainer = _nmtkit_trainer(data, amp, system == "nmtkit-graphs", max_tokens, ARCH_OF.get(system, "luong_wmt_en_de"))
         step = lambda b: trainer.train_step([b])["ntokens"]  # noqa: E731
         params = trainer.model.num_parameters()
     else:
@@ -218,7 +222,8 @@ def measure(args: argparse.Namespace) -> None:
                 r = train_throughput(system, args.data, amp, args.max_tokens, args.updates)
             except Exception as exc:  # noqa: BLE001 - a failing system is a result too, and the rest still run
                 r = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
-            emit({"bench": "gpu_train_speed", "system": system, "amp": amp, "max_tokens": args.max_tokens, **r})
+            emit({"bench": "gpu_train_speed", "system": system, "arch": ARCH_OF.get(system, "luong_wmt_en_de"), "amp": amp,
+                  "max_tokens": args.max_tokens, **r})
             gc.collect()  # a graphed model and its graphs hold each other: free them before the next system
             torch.cuda.empty_cache()
     ckpt, trained = (Path(args.ckpt), "given") if args.ckpt else (None, None)
@@ -269,14 +274,18 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
     refs = Path(ref).read_text(encoding="utf-8").splitlines()
     rows = []
     for d in (Path(x) for x in dirs):
-        got = [json.loads(line) for line in (d / "gpu_rows.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+        got = [json.loads(line) for name in ("gpu_rows.jsonl", "gpu_onmt_rows.jsonl") if (d / name).is_file()
+               for line in (d / name).read_text(encoding="utf-8").splitlines() if line.strip()]
         log = d / "train_quality.log"
         saved = json.loads((d / "hyps.json").read_text(encoding="utf-8")) if (d / "hyps.json").exists() else {}
         for r in got:
             r["_dir"] = str(d)
             if r.get("system") == "nmtkit-graphs" and r["bench"] == "gpu_translate_speed" and "model" not in r:
                 r["system"] = "nmtkit-stepgraphs"  # rows without "model" predate the fixed-shape search (42f9a93)
-            if r["bench"] in ("gpu_translate_speed", "gpu_translate_command") and "hyp" in r:
+            if "hyp_pieces" in r:  # OpenNMT-py's output (bench/gpu_onmt.py): BPE pieces, made text as nmtkit decodes
+                r["_hyps"] = onmt_text(d / Path(r["hyp_pieces"]).name)
+                r["bleu"] = round(sacrebleu.corpus_bleu(r["_hyps"], [refs]).score, 2)
+            elif r["bench"] in ("gpu_translate_speed", "gpu_translate_command") and "hyp" in r:
                 if r["hyp"] in saved:
                     r["_hyps"] = saved[r["hyp"]]
                 elif (d / r["hyp"]).is_file():  # runs before 4487d8a wrote one file per translation
@@ -292,15 +301,33 @@ def _read_rows(dirs: list[str], ref: str) -> list[dict]:
             r["arch"] = arch[(r["_dir"], r.get("model"))]
     eager = {(r["_dir"], r["bench"], r["amp"]): r for r in rows if r.get("system") == "nmtkit-eager" and "_hyps" in r}
     peer = {(r["_dir"], r["amp"]): r.get("tok_s") for r in rows if r.get("system") == PEER and "tok_s" in r}
+    toolkit = {}  # the fastest run of a real toolkit's model of the same kind, any precision (issue 40's "best toolkit peer")
+    for r in rows:
+        if r["bench"] == "gpu_train_speed" and r.get("system", "").startswith("opennmt-") and "tok_s" in r:
+            best = toolkit.get(r["arch"])
+            toolkit[r["arch"]] = r if best is None or r["tok_s"] > best["tok_s"] else best
     for r in rows:
         key = (r["_dir"], r["amp"])
-        if r["bench"] == "gpu_train_speed" and "tok_s" in r and peer.get(key):
+        if r["bench"] == "gpu_train_speed" and "tok_s" in r and peer.get(key) and not r["system"].startswith("opennmt-") \
+                and r.get("arch", "luong_wmt_en_de") == "luong_wmt_en_de":  # the plain loop is an LSTM's peer
             r["ratio_vs_peer"], r["peer"] = round(r["tok_s"] / peer[key], 3), PEER
+        best = toolkit.get(r.get("arch"))
+        if r["bench"] == "gpu_train_speed" and "tok_s" in r and best and r["system"].startswith("nmtkit"):
+            r["ratio_vs_toolkit"], r["toolkit_peer"] = round(r["tok_s"] / best["tok_s"], 3), f"{best['system']} {best['amp']}"
         if "_hyps" in r and (r["_dir"], r["bench"], r["amp"]) in eager:
             base = eager[(r["_dir"], r["bench"], r["amp"])]
             r["lines_as_eager"] = sum(a == b for a, b in zip(r["_hyps"], base["_hyps"]))
             r["ratio_vs_eager"] = round(r["sent_s"] / base["sent_s"], 3)
     return rows
+
+
+def onmt_text(pieces: Path) -> list[str]:
+    """OpenNMT-py's hypotheses (BPE pieces) as detokenized text, the same way nmtkit decodes."""
+    from translate import unbpe_detok
+
+    text = pieces.with_suffix(".txt")
+    unbpe_detok(pieces, text, "de")
+    return text.read_text(encoding="utf-8").splitlines()
 
 
 def _model_cell(r: dict) -> str:
@@ -329,9 +356,10 @@ def report(args: argparse.Namespace) -> None:
     rows = _read_rows(args.from_dir, args.ref)
     train_rows = [r for r in rows if r["bench"] == "gpu_train_speed"]
     trans_rows = [r for r in rows if r["bench"] in ("gpu_translate_speed", "gpu_translate_command")]
-    train = [[r["system"], r["amp"], f"{r['tok_s']:,.0f}" if "tok_s" in r else r.get("error", "?"),
-              f"{r['ratio_vs_peer']:.2f}x" if "ratio_vs_peer" in r else "", r.get("peak_mem_gib", ""),
-              r.get("shapes", ""), r["commit"]] for r in train_rows]
+    train = [[r["system"], r.get("arch", "luong_wmt_en_de"), r["amp"], f"{r['tok_s']:,.0f}" if "tok_s" in r else r.get("error", "?"),
+              f"{r['ratio_vs_peer']:.2f}x" if "ratio_vs_peer" in r else "",
+              f"{r['ratio_vs_toolkit']:.2f}x ({r['toolkit_peer']})" if "ratio_vs_toolkit" in r else "",
+              r.get("peak_mem_gib", ""), r.get("shapes", ""), r["commit"]] for r in train_rows]
     trans = [[r["system"] + (" (command)" if r["bench"] == "gpu_translate_command" else ""), r["amp"],
               f"{r['sent_s']:,.0f}" if "sent_s" in r else r.get("error", "?"),
               f"{r['ratio_vs_eager']:.2f}x" if "ratio_vs_eager" in r else "", r.get("bleu", ""),
@@ -343,8 +371,12 @@ def report(args: argparse.Namespace) -> None:
         r0 = next((r for r in train_rows if "tok_s" in r), train_rows[0])
         body += (f"Training `luong_wmt_en_de` (4 x 1000 LSTMs, local-p attention, input feeding; {r0.get('params', 0) / 1e6:.1f}M "
                  f"parameters with Multi30k's joint BPE 8k), Multi30k en-de at `--max-tokens {r0.get('max_tokens')}`, target "
-                 f"tokens/s over {r0.get('updates')} updates after warm-up; the peer is `{PEER}` (bench/gpu_peers.py):\n\n"
-                 + bl.md_table(["system", "autocast", "target tok/s", "vs peer", "peak GiB", "graph shapes", "commit"], train)
+                 f"tokens/s over {r0.get('updates')} updates after warm-up; the peer is `{PEER}` (bench/gpu_peers.py), and "
+                 "the toolkit peer OpenNMT-py 3.5.1 (bench/gpu_onmt.py: its LSTM at this shape with global attention, its "
+                 "Transformer at transformer_base's; `fp16` is its mixed precision; its steady rate from its own report "
+                 "lines):\n\n"
+                 + bl.md_table(["system", "model", "autocast", "target tok/s", "vs peer", "vs toolkit peer", "peak GiB",
+                                "graph shapes", "commit"], train)
                  + "\n\n")
     if trans:
         r0 = next((r for r in trans_rows if "batch_size" in r), {})

@@ -205,15 +205,16 @@ def fairseq_transformer_params(v: int, d: int, ffn: int, enc_layers: int, dec_la
     return embs + enc + dec + final
 
 
-def onmt_transformer_params(v: int, d: int, ffn: int, enc_layers: int, dec_layers: int) -> int:
+def onmt_transformer_params(v: int, d: int, ffn: int, enc_layers: int, dec_layers: int, share: bool = True) -> int:
     """OpenNMT-py 3.5.1 Transformer with ``add_qkvbias`` and ``add_ffnbias`` (the paper's layers),
-    shared embeddings and ``share_decoder_embeddings``: pre-norm layers, i.e. fairseq's pre-norm
+    shared embeddings and ``share_decoder_embeddings`` (``share``; else three matrices, one vocabulary
+    size ``v`` for both sides): pre-norm layers, i.e. fairseq's pre-norm
     count (the same LayerNorms: one before each sublayer, and a final one per stack,
     onmt/encoders/transformer.py, onmt/decoders/transformer.py), plus the generator's bias (its
     weight is the tied embedding: onmt/model_builder.py).  Checked against what OpenNMT-py 3.5.1
     printed for quality_per_hour's Transformer config at a 6,352-word shared vocabulary: 2,144,976
     (2026-11-28, a 2-step dry run on 3,000 pairs)."""
-    return fairseq_transformer_params(v, d, ffn, enc_layers, dec_layers, share_all=True, normalize_before=True) + v
+    return fairseq_transformer_params(v, d, ffn, enc_layers, dec_layers, share_all=share, normalize_before=True) + v
 
 
 def fairseq_unused_encoder_copies(d: int, ffn: int, enc_layers: int) -> int:

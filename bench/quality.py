@@ -65,13 +65,16 @@ def read_log(path: Path) -> dict:
     events = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
     events = [e for e in events if not e.get("superseded")]  # records of updates a resumed run redid
     valid = [e for e in events if e.get("event") == "valid" and "epoch" in e and "train_loss" in e]
-    wall, seg_start = 0.0, None
+    wall, seg_start, last = 0.0, None, None
     for e in events:
         if e.get("event") == "start":
+            if seg_start is not None and last is not None:  # a run killed without an end record (a session's end)
+                wall += last - seg_start  # counts up to its last kept record; what it did after, the resumed run redid
             seg_start = e["time"]
         elif seg_start is not None and e.get("event") in ("end", "interrupted"):
             wall += e["time"] - seg_start
             seg_start = None
+        last = e["time"]
     if seg_start is not None and events:
         wall += events[-1]["time"] - seg_start
     return {"valid": valid, "train_wall_s": wall, "updates": max((e.get("update", 0) for e in events), default=0)}

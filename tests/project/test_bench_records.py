@@ -286,6 +286,47 @@ def test_an_unfinished_aer_round_is_redone_from_the_round_before(tmp_path, monke
     assert (save / "checkpoint_round2.train_log.jsonl").is_file()
 
 
+def test_gpu_report_reads_the_toolkit_peer_beside_nmtkit(tmp_path):
+    """bench/gpu_onmt.py's rows join gpu_speed.py's: nmtkit's training rows get their ratio to the
+    fastest OpenNMT-py run of the same model, and OpenNMT-py's pieces are scored as text."""
+    import gpu_speed
+
+    d = tmp_path / "out"
+    d.mkdir()
+    base = {"device": "GPU", "torch": "2", "commit": "abc", "arch": "luong_wmt_en_de", "bench": "gpu_train_speed"}
+    mine = [{**base, "system": "nmtkit-graphs", "amp": "bf16", "tok_s": 120.0},
+            {**base, "system": "plain-lstmcell", "amp": "bf16", "tok_s": 80.0},
+            {**base, "system": "nmtkit-transformer", "arch": "transformer_base", "amp": "bf16", "tok_s": 750.0}]
+    theirs = [{**base, "system": "opennmt-lstm", "amp": "none", "tok_s": 50.0},
+              {**base, "system": "opennmt-lstm", "amp": "fp16", "tok_s": 60.0},
+              {**base, "system": "opennmt-transformer", "arch": "transformer_base", "amp": "fp16", "tok_s": 500.0},
+              {**base, "bench": "gpu_translate_command", "system": "opennmt-transformer", "arch": "transformer_base",
+               "amp": "none", "sent_s": 100.0, "hyp_pieces": "/there/opennmt-transformer.test.hyp"}]
+    (d / "gpu_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mine))
+    (d / "gpu_onmt_rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in theirs))
+    (d / "opennmt-transformer.test.hyp").write_text("Ein Hund l@@ äuft .\nZwei Männer .\n")
+    ref = tmp_path / "ref.de"
+    ref.write_text("Ein Hund läuft.\nZwei Männer.\n")
+    rows = {(r["system"], r["amp"], r["bench"]): r for r in gpu_speed._read_rows([str(d)], str(ref))}
+    graphs = rows["nmtkit-graphs", "bf16", "gpu_train_speed"]
+    assert graphs["ratio_vs_toolkit"] == 2.0 and graphs["toolkit_peer"] == "opennmt-lstm fp16"
+    assert graphs["ratio_vs_peer"] == 1.5 and "ratio_vs_toolkit" not in rows["opennmt-lstm", "fp16", "gpu_train_speed"]
+    assert rows["opennmt-transformer", "none", "gpu_translate_command"]["bleu"] == 100.0
+    t = rows["nmtkit-transformer", "bf16", "gpu_train_speed"]  # against OpenNMT-py's Transformer, not the LSTM loop
+    assert t["ratio_vs_toolkit"] == 1.5 and t["toolkit_peer"] == "opennmt-transformer fp16" and "ratio_vs_peer" not in t
+
+
+def test_recipe_training_time_counts_a_run_killed_without_an_end_record(tmp_path):
+    import quality
+
+    log = tmp_path / "train_log.jsonl"
+    events = [{"time": 0, "event": "start"}, {"time": 1500, "event": "valid", "update": 1795},
+              {"time": 1504, "event": "train", "update": 1800, "superseded": True},  # redone after the resume
+              {"time": 2000, "event": "start"}, {"time": 7000, "event": "end", "update": 8000}]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert quality.read_log(log)["train_wall_s"] == 1500 + 5000
+
+
 def test_check_flags_against_help():
     peers.check_flags(Path("tool"), ["--beam", 5, "--lenpen", 1.0, "-1"], help_text="usage: --beam N --lenpen X")
     with pytest.raises(peers.CheckFailed):

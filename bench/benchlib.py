@@ -485,6 +485,16 @@ def count_lines(path: Path) -> int:
 ONMT_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}  # torch>=2.6 + OpenNMT 3.5.1 checkpoints (shared/peers/README.md)
 
 
+def onmt_data_header(writer: str, txt: Path, out: Path, seed: int, valid: bool) -> str:
+    """The start of every OpenNMT-py config here: where its data, vocabularies and model go
+    (``out``, made), the BPE text of ``txt`` (``train``, and ``valid`` when ``valid``), the seed."""
+    out.mkdir(parents=True, exist_ok=True)
+    valid_part = f"  valid:\n    path_src: {txt}/valid.en\n    path_tgt: {txt}/valid.de\n" if valid else ""
+    return (f"# written by bench/{writer}\nsave_data: {out}/data\nsrc_vocab: {out}/vocab.en\ntgt_vocab: {out}/vocab.de\n"
+            f"overwrite: true\nseed: {seed}\ndata:\n  corpus_1:\n    path_src: {txt}/train.en\n    path_tgt: {txt}/train.de\n"
+            f"{valid_part}model_type: text\n")
+
+
 def onmt_luong_yaml(
     path: Path, txt: Path, out: Path, steps: int, batch_size: int, embed: int = 256, hidden: int = 256, layers: int = 2,
     dropout: float = 0.2, valid: bool = False, valid_steps: int = 0, save_steps: int = 0, keep: int = -1, seed: int = 1,
@@ -494,21 +504,8 @@ def onmt_luong_yaml(
     global attention with the 'general' score, input feeding, uniform init U(-param_init, param_init)
     (OpenNMT-py 3.5.1 has no "torch default" init: param_init 0 demands glorot), Adam, clip 5,
     loss normalized per target token like nmtkit (OpenNMT's default is per sentence)."""
-    out.mkdir(parents=True, exist_ok=True)
-    valid_part = f"  valid:\n    path_src: {txt}/valid.en\n    path_tgt: {txt}/valid.de\n" if valid else ""
     path.write_text(
-        f"""# written by bench/benchlib.py:onmt_luong_yaml
-save_data: {out}/data
-src_vocab: {out}/vocab.en
-tgt_vocab: {out}/vocab.de
-overwrite: true
-seed: {seed}
-data:
-  corpus_1:
-    path_src: {txt}/train.en
-    path_tgt: {txt}/train.de
-{valid_part}model_type: text
-encoder_type: rnn
+        onmt_data_header("benchlib.py:onmt_luong_yaml", txt, out, seed, valid) + f"""encoder_type: rnn
 decoder_type: rnn
 rnn_type: LSTM
 enc_layers: {layers}
@@ -555,21 +552,8 @@ def onmt_transformer_yaml(
     to peak at ``peak_lr`` after ``warmup`` updates (:func:`noam_scale`).  Pre-norm: the only layout
     its Transformer has.  ``fp16``: its mixed precision (``model_dtype fp16`` with Adam: torch
     autocast and a gradient scaler; 3.5.1 has no bf16)."""
-    out.mkdir(parents=True, exist_ok=True)
-    valid_part = f"  valid:\n    path_src: {txt}/valid.en\n    path_tgt: {txt}/valid.de\n" if valid else ""
     path.write_text(
-        f"""# written by bench/benchlib.py:onmt_transformer_yaml
-save_data: {out}/data
-src_vocab: {out}/vocab.en
-tgt_vocab: {out}/vocab.de
-overwrite: true
-seed: {seed}
-data:
-  corpus_1:
-    path_src: {txt}/train.en
-    path_tgt: {txt}/train.de
-{valid_part}model_type: text
-share_vocab: {str(share).lower()}
+        onmt_data_header("benchlib.py:onmt_transformer_yaml", txt, out, seed, valid) + f"""share_vocab: {str(share).lower()}
 share_embeddings: {str(share).lower()}
 share_decoder_embeddings: {str(share).lower()}
 encoder_type: transformer

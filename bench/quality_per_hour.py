@@ -222,23 +222,8 @@ def onmt_yaml(path: Path, txt: Path, out: Path, per_epoch: int, seed: int = 1, d
         return bl.onmt_transformer_yaml(path, txt, out, TRANSFORMER_UPDATES, TRANSFORMER_TOKENS, layers=4, d=128, ffn=256,
                                         heads=4, dropout=dropout, peak_lr=lr, warmup=TRANSFORMER_WARMUP,
                                         save_steps=per_epoch, seed=seed)
-    out.mkdir(parents=True, exist_ok=True)
     path.write_text(
-        f"""# written by bench/quality_per_hour.py
-save_data: {out}/data
-src_vocab: {out}/vocab.en
-tgt_vocab: {out}/vocab.de
-overwrite: true
-seed: {seed}
-data:
-  corpus_1:
-    path_src: {txt}/train.en
-    path_tgt: {txt}/train.de
-  valid:
-    path_src: {txt}/valid.en
-    path_tgt: {txt}/valid.de
-model_type: text
-encoder_type: brnn
+        bl.onmt_data_header("quality_per_hour.py", txt, out, seed, valid=True) + f"""encoder_type: brnn
 decoder_type: rnn
 rnn_type: LSTM
 enc_layers: 2

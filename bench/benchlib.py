@@ -498,12 +498,13 @@ def onmt_data_header(writer: str, txt: Path, out: Path, seed: int, valid: bool) 
 def onmt_luong_yaml(
     path: Path, txt: Path, out: Path, steps: int, batch_size: int, embed: int = 256, hidden: int = 256, layers: int = 2,
     dropout: float = 0.2, valid: bool = False, valid_steps: int = 0, save_steps: int = 0, keep: int = -1, seed: int = 1,
-    param_init: float = 0.1, batch_type: str = "sents",
+    param_init: float = 0.1, batch_type: str = "sents", report_every: int = 50, gpu: bool = False, fp16: bool = False,
 ) -> Path:
     """OpenNMT-py config matching nmtkit's luong_* presets: unidirectional LSTM encoder/decoder,
     global attention with the 'general' score, input feeding, uniform init U(-param_init, param_init)
     (OpenNMT-py 3.5.1 has no "torch default" init: param_init 0 demands glorot), Adam, clip 5,
-    loss normalized per target token like nmtkit (OpenNMT's default is per sentence)."""
+    loss normalized per target token like nmtkit (OpenNMT's default is per sentence); ``gpu``: on
+    GPU 0, ``fp16``: its mixed precision (as :func:`onmt_transformer_yaml`)."""
     path.write_text(
         onmt_data_header("benchlib.py:onmt_luong_yaml", txt, out, seed, valid) + f"""encoder_type: rnn
 decoder_type: rnn
@@ -519,7 +520,8 @@ bridge: false
 dropout: [{dropout}]
 param_init: {param_init}
 world_size: 1
-gpu_ranks: []
+gpu_ranks: [{0 if gpu else ''}]
+model_dtype: {'fp16' if fp16 else 'fp32'}
 batch_type: {batch_type}
 batch_size: {batch_size}
 valid_batch_size: {batch_size}
@@ -531,7 +533,7 @@ train_steps: {steps}
 valid_steps: {valid_steps or steps * 10}
 save_checkpoint_steps: {save_steps or steps}
 keep_checkpoint: {keep}
-report_every: 50
+report_every: {report_every}
 save_model: {out}/model
 """,
         encoding="utf-8",

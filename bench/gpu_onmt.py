@@ -110,12 +110,9 @@ def model_yaml(kind: str, txt: Path, out: Path, steps: int, max_tokens: int, gpu
                                         save_steps=save, valid=False, gpu=gpu, fp16=fp16, report_every=10,
                                         share=False)  # transformer_base ties nothing (the paper's en-de shares; the preset does not)
     s = LSTM_SHAPE
-    bl.onmt_luong_yaml(path, txt, out, steps=steps, batch_size=max_tokens, embed=s["dim"], hidden=s["dim"], layers=s["layers"],
-                       dropout=s["dropout"], save_steps=save, batch_type="tokens")
-    text = path.read_text(encoding="utf-8").replace("report_every: 50", "report_every: 10")
-    text = text.replace("gpu_ranks: []", "gpu_ranks: [0]" if gpu else "gpu_ranks: []")
-    path.write_text(text + f"model_dtype: {'fp16' if fp16 else 'fp32'}\n", encoding="utf-8")
-    return path
+    return bl.onmt_luong_yaml(path, txt, out, steps=steps, batch_size=max_tokens, embed=s["dim"], hidden=s["dim"],
+                              layers=s["layers"], dropout=s["dropout"], save_steps=save, batch_type="tokens", report_every=10,
+                              gpu=gpu, fp16=fp16)
 
 
 def steady(log: str, skip: int) -> dict:

@@ -66,6 +66,43 @@ def add_common_args(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
                          "(refused on a tree with uncommitted changes: a record names the commit measured)")
 
 
+#: Exit status of a suite step that stopped before a part that would outlast ``--deadline``
+#: (EX_TEMPFAIL: rerun the same command later and it continues).
+DEADLINE_EXIT = 75
+
+
+def add_deadline_arg(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
+    """--deadline, for suites made of long parts (training waves, rounds) that span sessions."""
+    ap.add_argument("--deadline", type=parse_deadline, metavar="HH:MM|YYYY-MM-DDTHH:MM",
+                    help="start no part (a wave of runs) that would end after this local time: stop with status "
+                         f"{DEADLINE_EXIT} instead, so a session's end does not kill it half-way (rerun to continue)")
+
+
+def parse_deadline(text: str) -> float:
+    """``HH:MM`` (today, local time) or ``YYYY-MM-DDTHH:MM`` as epoch seconds."""
+    try:
+        if "T" in text or "-" in text:
+            when = _dt.datetime.fromisoformat(text)
+        else:
+            hour, minute = (int(x) for x in text.split(":"))
+            when = _dt.datetime.now().replace(hour=hour, minute=minute, second=0, microsecond=0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {text!r} (HH:MM or YYYY-MM-DDTHH:MM)") from None
+    return when.timestamp()
+
+
+def stop_before_deadline(deadline: Optional[float], seconds: float, what: str) -> None:
+    """Exit with :data:`DEADLINE_EXIT` instead of starting ``what`` (about ``seconds`` long) when it
+    would end after ``deadline`` (None: no deadline).  Why: a part killed half-way is redone from
+    its start, so starting it only wastes the machine."""
+    if deadline is None or time.time() + seconds <= deadline:
+        return
+    end = time.strftime("%H:%M", time.localtime(time.time() + seconds))
+    print(f"--deadline {time.strftime('%H:%M', time.localtime(deadline))}: not starting {what}, which would end "
+          f"about {end}; rerun the same command to continue", flush=True)
+    sys.exit(DEADLINE_EXIT)
+
+
 #: Files the scripts themselves write: a tree whose only changes are earlier records, the generated
 #: report and the host probes is still the commit.
 RECORD_FILES = ("bench/RESULTS.md", "bench/results.jsonl", "bench/hosts.jsonl", "bench/results_archive.jsonl")

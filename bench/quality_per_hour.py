@@ -176,6 +176,7 @@ def tune(args: argparse.Namespace, dest: Path, txt: Path, work: Path) -> None:
     args.hours = args.tune_hours
     try:
         for wave in [runs[i:i + len(cores)] for i in range(0, len(runs), len(cores))]:
+            bl.stop_before_deadline(args.deadline, wave_seconds(work, wave, args.hours), f"tuning {', '.join(wave)}")
             bl.in_parallel(lambda k: train_one(args, wave[k], cores[k], dest, txt, work), len(wave))
             bl.in_parallel(lambda k: eval_one(args, wave[k], cores[k], txt, work, test=False), len(wave))
     finally:
@@ -188,6 +189,20 @@ def tune(args: argparse.Namespace, dest: Path, txt: Path, work: Path) -> None:
         (work / "tune" / f"{s}.choice.json").write_text(json.dumps(choice, indent=1) + "\n")
         print(f"{s}: chose {choice['hp']} on valid (greedy BLEU {choice['valid_bleu']:.2f}; tried "
               + ", ".join(f"{t['hp']}: {t['valid_bleu']:.2f}" for t in choice["tried"]) + ")", flush=True)
+
+
+#: What a wave costs besides its training hours: set-up (binarising for a peer) and evaluation
+#: (about 9 minutes for the Transformers after 1 h), with room to spare; for --deadline.
+WAVE_MARGIN_S = 900
+
+
+def wave_seconds(work: Path, wave: list[str], hours: float) -> float:
+    """About how long ``wave`` still takes: 0 when every run is evaluated, the margin alone when
+    every run has trained (``train.json``), else ``hours`` more."""
+    if all((work / run / "eval.json").is_file() for run in wave):
+        return 0.0
+    trained = all((work / run / "train.json").is_file() for run in wave)
+    return (0.0 if trained else hours * 3600) + WAVE_MARGIN_S
 
 
 def runs_in(work: Path) -> list[str]:
@@ -871,6 +886,7 @@ def main() -> None:
     ap.add_argument("--phase", choices=["tune", "train", "eval", "report"], default="train",
                     help="tune (the same grid and budget on valid for every system), train (then eval), eval only, or report")
     ap.add_argument("--tune-hours", type=float, default=0.25, help="training wall time of each tuning variant (default: %(default)s)")
+    bl.add_deadline_arg(ap)
     ap.add_argument("--bootstrap-samples", type=int, default=1000, help="paired bootstrap resamples (default: %(default)s)")
     ap.add_argument("--recorded-since", metavar="YYYY-MM-DD", help="report: also draw (dashed) the newest recorded run of each "
                     "system not in WORK, from records written on or after this date (say from when they are comparable)")
@@ -888,6 +904,8 @@ def main() -> None:
     runs = [run_name(s, seed) for seed in args.seeds for s in args.systems]
     cores = usable_cores()
     for wave in [runs[i:i + len(cores)] for i in range(0, len(runs), len(cores))]:  # run k of a wave on usable core k
+        if args.phase == "train":
+            bl.stop_before_deadline(args.deadline, wave_seconds(work, wave, args.hours), f"the wave {', '.join(wave)}")
         load_before = bl.uptime_line()
         if args.phase == "train":
             bl.in_parallel(lambda k: train_one(args, wave[k], cores[k], dest, txt, work), len(wave))

@@ -257,6 +257,30 @@ def test_an_interrupted_run_starts_again_and_a_finished_one_is_kept(tmp_path):
     assert qph.runs_in(tmp_path) == ["opennmt"]  # the set-aside run is not a run of the report
 
 
+def test_a_wave_that_would_outlast_the_deadline_is_not_started(tmp_path, capsys):
+    import time
+
+    import quality_per_hour as qph
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "train.json").write_text("{}")
+    assert qph.wave_seconds(tmp_path, ["a", "b"], 1.0) == 3600 + qph.WAVE_MARGIN_S  # b has not trained
+    assert qph.wave_seconds(tmp_path, ["a"], 1.0) == qph.WAVE_MARGIN_S  # trained, not evaluated
+    (tmp_path / "a" / "eval.json").write_text("{}")
+    assert qph.wave_seconds(tmp_path, ["a"], 1.0) == 0.0
+    soon = time.time() + 600
+    benchlib.stop_before_deadline(soon, 60, "a short part")  # fits: returns
+    benchlib.stop_before_deadline(None, 10 ** 9, "no deadline")
+    with pytest.raises(SystemExit) as stop:
+        benchlib.stop_before_deadline(soon, 3600, "the wave x")
+    assert stop.value.code == benchlib.DEADLINE_EXIT and "not starting the wave x" in capsys.readouterr().out
+    assert benchlib.parse_deadline("2026-11-28T16:20") == pytest.approx(
+        __import__("datetime").datetime(2026, 11, 28, 16, 20).timestamp())
+    assert time.localtime(benchlib.parse_deadline("07:05"))[3:5] == (7, 5)
+    with pytest.raises(Exception, match="not a time"):
+        benchlib.parse_deadline("soon")
+
+
 def test_an_unfinished_aer_round_is_redone_from_the_round_before(tmp_path, monkeypatch):
     import aer_hansards as aer
 

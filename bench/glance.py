@@ -79,7 +79,8 @@ def hour_rows(records: list[dict]) -> Iterable[list[str]]:
 
     qph = [r for r in records if r.get("bench") == "quality_per_hour"]
     newest = {r["system"]: r for r in qph}
-    for system in ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "nmtkit-transformer", "fairseq-transformer"):
+    for system in ("nmtkit-fp32", "nmtkit-bf16", "opennmt", "marian", "fairseq", "nmtkit-transformer", "fairseq-transformer",
+                   "opennmt-transformer"):
         if system in newest:
             r = newest[system]
             batch = list({x.get("seed", 1): x for x in qph if x["system"] == system and x.get("date") == r.get("date")}.values())
@@ -105,19 +106,35 @@ def run_toolkit(records: list[dict], r: dict) -> str:
 
 
 def quality_rows(records: list[dict]) -> Iterable[list[str]]:
+    """The newest run of each model, precision and system (single, averaged, ensemble); a run of
+    several seeds gives each seed's BLEU and their mean, not only the last seed's row."""
+    quality = [r for r in records if r.get("bench") == "quality" and r.get("pair") == "en-de"]
     seen = set()
-    for r in reversed(records):
-        if r.get("bench") != "quality" or r.get("pair") != "en-de":
-            continue
-        # the newest of each model, precision and system (records without an arch came before the recipe took ARCH)
+    for r in reversed(quality):
+        # records without an arch came before the recipe took ARCH
         key = (r.get("arch") or "luong_m30k", run_toolkit(records, r), r.get("system"))
         if key in seen:
             continue
         seen.add(key)
+        run = [x for x in quality if x.get("date") == r.get("date") and x.get("commit") == r.get("commit")
+               and (x.get("arch") or "luong_m30k", run_toolkit(records, x), x.get("system")) == key]
         wall = f", {r['train_wall_s'] / 3600:.2f} h of training" if r.get("train_wall_s") else ""
-        lc = f", lc-tok BLEU {r['bleu_lc_tok']:.2f}" if r.get("bleu_lc_tok") is not None else ""
-        yield [f"Multi30k en-de test2016, recipe {key[0]}, {key[1][7:]}, {key[2]}{wall}",
-               f"BLEU {r['bleu']:.2f}, chrF {r['chrf']:.2f}{lc}", "", "", *stamp(r)]
+        yield [f"Multi30k en-de test2016, recipe {key[0]}, {key[1][7:]}, {key[2]}{wall}", _seed_scores(run), "", "", *stamp(r)]
+
+
+def _seed_scores(run: list[dict]) -> str:
+    """BLEU, chrF and lc-tok BLEU of one record, or of each seed and their mean."""
+    def fmt(field: str, rows: list[dict]) -> str:
+        vals = [x[field] for x in rows]
+        if len(vals) == 1:
+            return f"{vals[0]:.2f}"
+        return f"{sum(vals) / len(vals):.2f} (seeds {', '.join(f'{v:.2f}' for v in vals)})"
+
+    run = sorted(run, key=lambda x: x.get("seed", 0))
+    lc = [x for x in run if x.get("bleu_lc_tok") is not None]
+    mean = "mean " if len(run) > 1 else ""
+    return (f"{mean}BLEU {fmt('bleu', run)}, chrF {fmt('chrf', run)}"
+            + (f", lc-tok BLEU {fmt('bleu_lc_tok', lc)}" if len(lc) == len(run) else ""))
 
 
 def aer_rows(records: list[dict]) -> Iterable[list[str]]:

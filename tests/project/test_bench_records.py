@@ -523,6 +523,12 @@ def test_glance_recipe_rows_keep_the_newest_of_each_model_precision_and_system()
     assert len(rows) == 3 and sum("recipe transformer_tiny, bf16, single" in lab for lab in labels) == 1
     assert any("recipe luong_m30k, bf16, single" in lab for lab in labels)  # no arch: before the recipe took ARCH
     assert "BLEU 40.00" in next(row[1] for row in rows if "transformer_tiny, bf16, single" in row[0])  # the newest
+    # a run of two seeds: each seed's figure and their mean, not only the seed recorded last
+    two = [{**rec("transformer_tiny", "single", bleu, "2026-11-29"), "seed": seed, "chrf": chrf, "bleu_lc_tok": bleu + 0.5}
+           for seed, bleu, chrf in ((2, 39.0, 63.0), (1, 41.0, 65.0))]
+    row = next(r for r in glance.quality_rows(records + two) if "transformer_tiny, bf16, single" in r[0])
+    assert row[1] == ("mean BLEU 40.00 (seeds 41.00, 39.00), chrF 64.00 (seeds 65.00, 63.00), "
+                      "lc-tok BLEU 40.50 (seeds 41.50, 39.50)")
 
 
 def test_glance_aer_rows_take_the_best_reading_of_the_last_round_beside_eflomal():

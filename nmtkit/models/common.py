@@ -62,7 +62,8 @@ class BaseConfig:
     share_all_embeddings: bool = option(False, "One embedding matrix for source, target and output "
                                         "(joined dictionary).")
     encoder_self_attention: bool = option(False, "Feed the encoder each position's soft match over its sentence, "
-                                          "sum_j softmax(x_i.x_j) x_j, beside its embedding (the lecture's "
+                                          "sum_j softmax(h_i.h_j / sqrt(d)) x_j with h the states of a one-layer RNN "
+                                          "over the embeddings x, beside its embedding (the lecture's "
                                           "self-attention slide).")
 
     def validate(self) -> None:

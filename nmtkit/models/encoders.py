@@ -61,8 +61,9 @@ class RNNEncoder(nn.Module):
         soft_match: bool = False,
     ) -> None:
         """``dropout`` applies to the embeddings, ``layer_dropout`` (default: ``dropout``)
-        between stacked layers; ``soft_match``: each position also reads :func:`soft_match`
-        of the embedded sentence beside its own embedding."""
+        between stacked layers; ``soft_match``: each position also reads its :func:`soft_match`
+        over the embedded sentence beside its own embedding, scored by the states of a one-layer
+        RNN of the same cell and directions (``match_rnn``) over the embeddings."""
         super().__init__()
         if cell not in ("lstm", "gru"):
             raise ValueError(f"cell must be lstm or gru, got {cell!r}")
@@ -80,6 +81,9 @@ class RNNEncoder(nn.Module):
             bidirectional=bidirectional,
             dropout=(dropout if layer_dropout is None else layer_dropout) if layers > 1 else 0.0,
         )
+        # the lecture's h_i: source hidden states computed before the encoder reads x~ (a one-layer
+        # RNN of its own: the encoder's first layer takes [x; x~], so it cannot score them itself)
+        self.match_rnn = rnn_cls(embed_dim, hidden_size, batch_first=True, bidirectional=bidirectional) if soft_match else None
 
     def forward(self, src_tokens: Tensor, src_lengths: Tensor) -> RNNEncoding:
         width = src_tokens.size(1)
@@ -87,27 +91,39 @@ class RNNEncoder(nn.Module):
         if index is not None:
             src_tokens = src_tokens.gather(1, index)
         x = self.dropout(self.embed(src_tokens))
-        if self.soft_match:
-            x = torch.cat([x, soft_match(x, lengths_to_mask(src_lengths.to(x.device), width))], -1)
-        if type(self.rnn) in RNN_PRODUCTS or (type(self.rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, cast(Tensor, self.rnn.weight_ih_l0))):
-            outputs, h_n, c_n = masked_rnn(self.rnn, x, src_lengths)
-        else:
-            packed = pack_padded_sequence(x, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
-            out, hidden = self.rnn(packed)
-            outputs, _ = pad_packed_sequence(out, batch_first=True, total_length=width)
-            h_n, c_n = hidden if self.cell == "lstm" else (hidden, None)
+        if self.match_rnn is not None:
+            states, _, _ = run_rnn(self.match_rnn, x, src_lengths)
+            x = torch.cat([x, soft_match(states, x, lengths_to_mask(src_lengths.to(x.device), width))], -1)
+        outputs, h_n, c_n = run_rnn(self.rnn, x, src_lengths)
         if index is not None:
             outputs = outputs.gather(1, index.unsqueeze(-1).expand_as(outputs))
         return RNNEncoding(outputs=outputs, h_n=h_n, c_n=c_n)
 
 
-def soft_match(x: Tensor, mask: Tensor) -> Tensor:
+def run_rnn(rnn: Any, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+    """``rnn`` over the padded batch ``x`` ``[B, T, I]`` with ``lengths``: the step loop of
+    :func:`masked_rnn` where :mod:`~nmtkit.models.gemm` applies (or the module brings its own
+    products), else PyTorch's packed RNN -> (outputs ``[B, T, H * directions]``, zeros at
+    padding; ``h_n``; ``c_n`` or None for a GRU)."""
+    if type(rnn) in RNN_PRODUCTS or (type(rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, cast(Tensor, rnn.weight_ih_l0))):
+        return masked_rnn(rnn, x, lengths)
+    packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+    out, hidden = rnn(packed)
+    outputs, _ = pad_packed_sequence(out, batch_first=True, total_length=x.size(1))
+    return (outputs, *hidden) if isinstance(hidden, tuple) else (outputs, hidden, None)
+
+
+def soft_match(h: Tensor, x: Tensor, mask: Tensor) -> Tensor:
     """The lecture's self-attention ("Extensions of Attention"): each position's soft match over
-    its sentence, ``x~_i = sum_j softmax_j(x_i . x_j) x_j``, over the real positions (``mask``
-    ``[B, S]``, True there), unscaled as on the slide.  ``x`` ``[B, S, E]`` -> ``[B, S, E]``; the
-    order of the positions does not matter (source reversal leaves it the same)."""
-    scores = torch.bmm(x, x.transpose(1, 2)).masked_fill(~mask[:, None, :], float("-inf"))
-    return torch.bmm(torch.softmax(scores.float(), dim=-1).to(x.dtype), x)
+    its sentence, ``x~_i = sum_j beta_ij x_j`` with ``beta_ij = softmax_j(h_i . h_j / sqrt(d))``
+    over the real positions (``mask`` ``[B, S]``, True there); ``h`` ``[B, S, d]`` are source
+    hidden states, ``x`` ``[B, S, E]`` the embeddings -> ``[B, S, E]``.  The slide leaves the
+    scale out; without it the dot products of 2 x 256 tanh-bounded states make each row nearly
+    one-hot on its own position (so x~_i = x_i), hence Vaswani et al.'s 1/sqrt(d).  The order of
+    the positions does not matter (source reversal leaves it the same)."""
+    scores = torch.bmm(h, h.transpose(1, 2)).float() / h.size(-1) ** 0.5
+    beta = torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
+    return torch.bmm(beta.to(x.dtype), x)
 
 
 #: The two products of one layer and direction of a recurrent module: (input product over all

@@ -369,24 +369,31 @@ def test_bf16_and_int8_stay_within_their_tolerances_of_float32(data_dir, tmp_pat
 
 @pytest.mark.parametrize("arch", ["luong_tiny", "rnnsearch_tiny", "rnnencdec_tiny"])
 def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(arch: str) -> None:
-    """encoder_self_attention: the encoder's input is [x_i; sum_j softmax(x_i.x_j) x_j]; the model
-    contract (incremental = teacher-forced, padding invariance) still holds."""
+    """encoder_self_attention: the encoder's input is [x_i; sum_j softmax(h_i.h_j / sqrt(d)) x_j], h the
+    states of a one-layer RNN over the embeddings (the slide's "source hidden states"); the model
+    contract (incremental = teacher-forced) still holds."""
     from nmtkit.models.encoders import soft_match
 
     torch.manual_seed(0)
     name, cfg = resolve_config(arch, {"encoder_self_attention": True, "source_reversal": True})
     d = make_dict(36)
     model = build_model(name, cfg, d, d).eval()
-    assert model.encoder.rnn.input_size == 2 * cfg.embed_dim
+    enc = model.encoder
+    assert enc.rnn.input_size == 2 * cfg.embed_dim and enc.match_rnn.input_size == cfg.embed_dim
+    assert enc.match_rnn.num_layers == 1 and enc.match_rnn.bidirectional == enc.rnn.bidirectional
     src, lengths, prev, _ = batch()
     with torch.no_grad():
         logits, _ = model(src, lengths, prev)
         steps, _ = step_forward(model, src, lengths, prev)
+        # the match states are the one-layer RNN's over the embeddings, padding excluded
+        x = enc.embed(src[:1, : int(lengths[0])])
+        h, _ = enc.match_rnn(x)
     torch.testing.assert_close(torch.log_softmax(logits, -1), steps, atol=1e-5, rtol=1e-5)
-    x = torch.randn(2, 4, 3)
+    h, x = torch.randn(2, 4, 5), torch.randn(2, 4, 3)
     mask = torch.tensor([[True] * 4, [True, True, False, False]])
-    want = torch.stack([torch.softmax(x[1, :2] @ x[1, i], 0) @ x[1, :2] for i in range(4)])
-    torch.testing.assert_close(soft_match(x, mask)[1], want)
+    want = torch.stack([torch.softmax(h[1, :2] @ h[1, i] / 5 ** 0.5, 0) @ x[1, :2] for i in range(4)])
+    torch.testing.assert_close(soft_match(h, x, mask)[1], want)
+    assert not torch.allclose(soft_match(h, x, mask)[1], soft_match(x, x, mask)[1])  # h scores, x is averaged
 
 
 def test_the_alignment_layer_and_heads_can_be_chosen_at_load_time(tmp_path) -> None:  # noqa: ANN001

@@ -198,3 +198,33 @@ def test_verbose_without_attention_has_no_alignment_lines(tmp_path):
     assert [l.split("\t")[0] for l in res.stdout.splitlines()] == ["S-0", "H-0", "D-0", "P-0"]
     res = invoke_translate(["--path", str(ckpt), "--replace-unk"], "the cat .\n")
     assert res.exit_code == 1 and "needs attention" in res.stderr
+
+
+def test_alignment_layer_and_heads_options_choose_what_translate_and_align_read(tmp_path):
+    """--alignment-layer/--alignment-heads on the command line (fairseq's names): they change the
+    links printed, never the translation; a layer the model does not have is a one-line error."""
+    from nmtkit.cli.align import command as align
+
+    ckpt = make_checkpoint(tmp_path / "t.pt", "transformer_test", seed=2, init="uniform", init_scale=0.5)
+    src = "the cat sees the dog .\nAnna sees a man .\nthe dog sits , the cat runs .\n"
+    base = ["--path", str(ckpt), "--print-alignment", "--beam", "2"]
+    out = {}
+    for extra in ((), ("--alignment-layer", "1"), ("--alignment-layer", "1", "--alignment-heads", "1")):
+        res = invoke_translate(base + list(extra), src)
+        assert res.exit_code == 0, res.output
+        out[extra] = [line.split(" ||| ") for line in res.stdout.splitlines()]
+    hyps = {tuple(h for h, _ in lines) for lines in out.values()}
+    links = [tuple(a for _, a in lines) for lines in out.values()]
+    assert len(hyps) == 1 and len(set(links)) == 3  # the same translations, three different readings
+    bad = invoke_translate(base + ["--alignment-layer", "5"], src)
+    assert bad.exit_code != 0 and "alignment_layer must be in [-2, 1]" in bad.output
+    assert "Traceback" not in bad.output and len(bad.output.strip().splitlines()) == 1
+    (tmp_path / "s.txt").write_text(src)
+    (tmp_path / "t.txt").write_text("".join(h + "\n" for h, _ in out[()]))
+    read = {}
+    for extra in ((), ("--alignment-layer", "1")):
+        res = CliRunner().invoke(align, ["--path", str(ckpt), "--source", str(tmp_path / "s.txt"), "--target",
+                                         str(tmp_path / "t.txt"), "--device", "cpu", "--threads", "1", *extra])
+        assert res.exit_code == 0, res.output
+        read[extra] = res.stdout
+    assert read[()] != read[("--alignment-layer", "1")]

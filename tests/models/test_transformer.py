@@ -351,17 +351,17 @@ def _teacher_forced_log_probs(model) -> torch.Tensor:  # noqa: ANN001
 def test_bf16_and_int8_stay_within_their_tolerances_of_float32(data_dir, tmp_path) -> None:  # noqa: ANN001
     """Stated tolerances, on a model trained a few updates: bf16 autocast within 0.15 nats of
     float32 in every log-probability, int8 (dynamic, torch's kernels) within 0.15 too, and the
-    argmax of at least 95 % of the positions unchanged."""
+    argmax of at least 95 % of the positions unchanged.  bf16 is checked on every CPU: without
+    native bf16 units torch still rounds to bf16 (only slower)."""
     from nmtkit.generate.quantize import quantize_model
-    from nmtkit.utils.amp import cpu_has_native_bf16
 
     model = _trained(data_dir, tmp_path)
     ref = _teacher_forced_log_probs(model)
-    if cpu_has_native_bf16():
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            bf16 = _teacher_forced_log_probs(model)
-        assert (bf16 - ref).abs().max() < 0.15
-        assert (bf16.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.95
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = _teacher_forced_log_probs(model)
+    assert (bf16 - ref).abs().max() < 0.15
+    assert (bf16.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.95
+    assert (bf16 - ref).abs().max() > 0  # autocast ran: bf16 rounding changes the log-probabilities
     int8 = _teacher_forced_log_probs(quantize_model(model))
     assert (int8 - ref).abs().max() < 0.15
     assert (int8.argmax(-1) == ref.argmax(-1)).float().mean() >= 0.95

@@ -75,6 +75,35 @@ def test_optimizer_defaults_follow_the_papers():
         LRSchedule("cosine")
 
 
+def test_inverse_sqrt_rises_linearly_then_falls_as_the_papers_formula():
+    """Vaswani et al. (5.3): lr = d^-0.5 min(step^-0.5, step warmup^-1.5), here scaled so that its
+    peak, at step = warmup, is --lr (fairseq's form); the update count is the one already done."""
+    base, warmup = 1e-3, 4
+    schedule = LRSchedule("inverse_sqrt", base_lr=base, warmup_updates=warmup)
+    opt = build_optimizer("adam", [torch.nn.Parameter(torch.zeros(1))], base)
+    got = []
+    for update in range(12):
+        schedule.before_update(opt, 0.0, update)
+        got.append(opt.param_groups[0]["lr"])
+    d = 512
+    paper = [d ** -0.5 * min(step ** -0.5, step * warmup ** -1.5) for step in range(1, 13)]
+    assert got == pytest.approx([base * x / max(paper) for x in paper], rel=1e-12)
+    assert got[:4] == pytest.approx([0.25e-3, 0.5e-3, 0.75e-3, 1e-3]) and max(got) == got[warmup - 1]
+
+
+@pytest.mark.parametrize("arch, lr, warmup", [("transformer_base", 7e-4, 4000), ("transformer_tiny", 0.005, 2000)])
+def test_transformer_presets_train_with_adam_098_and_the_inverse_sqrt_warm_up(arch, lr, warmup):
+    from nmtkit.train.options import resolve_train_options
+
+    opt = resolve_train_options("data", {"arch": arch})
+    assert (opt.optimizer, tuple(opt.adam_betas), opt.lr_schedule) == ("adam", (0.9, 0.98), "inverse_sqrt")
+    assert (opt.lr, opt.warmup_updates) == (lr, warmup)
+    adam = build_optimizer(opt.optimizer, [torch.nn.Parameter(torch.zeros(1))], opt.lr, opt.adam_betas)
+    assert adam.defaults["betas"] == (0.9, 0.98)
+    own = resolve_train_options("data", {"arch": arch, "adam_betas": (0.9, 0.999), "warmup_updates": 10})
+    assert tuple(own.adam_betas) == (0.9, 0.999) and own.warmup_updates == 10  # the command line wins
+
+
 def test_early_stopping(tiny_parallel, tmp_path):
     from nmtkit.cli.preprocess import command as preprocess
 

@@ -96,8 +96,12 @@ def peer_versions(peers: Optional[str | Path]) -> dict:
     if not peers:
         return {}
     out = {}
-    for venv, dist in (("opennmt", "OpenNMT-py"), ("fairseq", "fairseq"), ("marian", "pymarian"), ("eflomal", "eflomal"),
-                       ("joeynmt", "joeynmt")):
+    # (name in the record, venv, distribution): CTranslate2 is pip-installed beside fairseq (its
+    # converter reads fairseq checkpoints), fast_align is SYSTRAN's build in eflomal's venv
+    for name, venv, dist in (("opennmt", "opennmt", "OpenNMT-py"), ("fairseq", "fairseq", "fairseq"),
+                             ("marian", "marian", "pymarian"), ("eflomal", "eflomal", "eflomal"),
+                             ("fast_align", "eflomal", "systran-align"), ("ctranslate2", "fairseq", "ctranslate2"),
+                             ("joeynmt", "joeynmt", "joeynmt")):
         py = Path(peers) / venv / "bin" / "python"
         if not py.is_file():
             continue
@@ -106,7 +110,7 @@ def peer_versions(peers: Optional[str | Path]) -> dict:
         r = subprocess.run([str(py), "-c", code], capture_output=True, text=True)
         if r.returncode == 0 and r.stdout.split():
             v, t = r.stdout.split()[:2]
-            out[venv] = v + (f" (torch {t})" if t != "None" else "")
+            out[name] = v + (f" (torch {t})" if t != "None" and name not in ("ctranslate2", "fast_align") else "")
     return out
 
 

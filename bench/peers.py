@@ -128,6 +128,44 @@ SETUPS = [
           "--exponential-smoothing, Adam 1e-3",
           "marian-nmt/marian-examples training-basics and wmt2017-uedin (Nematus-style s2s recipe)",
           "--exponential-smoothing (1e-4)", "constant lr (the examples' recurrent recipe)"),
+    # the decoders of translate-speed: each reads the model its toolkit trained in quality-per-hour, with the
+    # suite's beam, length normalisation and length bound (check_decoding), batch 64, the threads asked
+    Setup("fairseq", "translate-speed", "same",
+          "fairseq-interactive on the quality-per-hour model, BPE pieces in and out, --beam 5 --lenpen 1 (score / length), "
+          "--max-len-a/--max-len-b as every decoder, --batch-size 64 --buffer-size 2000; the Transformer through "
+          "fairseq's own interactive entry with a plain whitespace encoder (its --max-positions bound kept)",
+          "fairseq 0.12.2 docs 'Command-line Tools' (fairseq-interactive) and examples/translation/README.md",
+          "the checkpoint the run chose on valid (its EMA or last-10 average where it kept one)", "n/a"),
+    Setup("ctranslate2", "translate-speed", "same",
+          "CTranslate2 on the fairseq Transformer converted by ct2-fairseq-converter (untimed), Translator with "
+          "compute_type int8 or float32, beam_size 5, length_penalty 1, max_decoding_length from the suite's bound "
+          "(one per batch), batches of 64, intra_threads as asked (bench/ct2_translate.py)",
+          "CTranslate2 docs 'Fairseq' guide (ct2-fairseq-converter) and 'Translation' / 'Quantization' (compute_type, "
+          "beam_size, length_penalty); the fastest CPU engine for Transformers, the moonshot's reference",
+          "the fairseq checkpoint's weights, as converted", "n/a"),
+    Setup("opennmt", "translate-speed", "closest",
+          "onmt_translate on the quality-per-hour model (its RNN: the closest shape; its Transformer: the same shape, "
+          "checked there), -beam_size 5 -length_penalty avg -alpha 1, -max_length_ratio "
+          "from the suite's bound, -batch_size 64, -gpu -1, reading and writing files (its -output /dev/stdout truncates)",
+          "OpenNMT-py 3.5.1 docs 'Options: translate' (beam_size, length_penalty, alpha, max_length_ratio)",
+          "its -average_decay weights as saved", "n/a"),
+    Setup("marian", "translate-speed", "closest",
+          "pymarian decode on the quality-per-hour model, --beam-size 5 --normalize 1, --max-length-factor from the "
+          "suite's bound, --mini-batch 64 --maxi-batch 100 --maxi-batch-sort src; fast paths --gemm-type packed8 "
+          "and --shortlist lex 100 50 (from eflomal links of the same pieces, untimed)",
+          "marian-nmt.github.io/docs 'Command-line options' (marian-decoder) and its 'Shortlists' and packed8 notes",
+          "--exponential-smoothing weights as saved", "n/a"),
+    # the statistical aligners of the AER suites, run as their authors document them
+    Setup("eflomal", "aer", "closest",
+          "eflomal-align, its default model 3 (HMM + fertility), both directions (-f, -r) on train + dev concatenated, "
+          "the dev lines' links symmetrized by nmtkit (grow-diag-final-and, intersect, union)",
+          "eflomal 2.0.0 README (github robertostling/eflomal: eflomal-align, then atools-style symmetrization)",
+          "n/a (no neural weights)", "its own sampler schedule (defaults)"),
+    Setup("fast_align", "aer", "closest",
+          "SYSTRAN's fast_align build (systran-align 3.5.0) with fast_align's recommended -d -o (favor diagonal, "
+          "optimize tension) on the same train + dev text; its Python API returns the directions already combined",
+          "fast_align README (github clab/fast_align: 'fast_align -i text -d -o -v') and shared/peers/fastalign_systran.py",
+          "n/a (no neural weights)", "5 EM iterations (fast_align's default)"),
 ]
 
 

@@ -43,7 +43,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import benchlib as bl
-from quality_per_hour import SYSTEMS, decode_cmd, scores, sources, toolkit, translate
+import peers
+from quality_per_hour import SYSTEMS, decode_cmd, decoding, scores, sources, toolkit, translate
 
 #: timed paths per toolkit: label -> extra decoder flags ({table} / {lex}: the shortlist files)
 PATHS = {
@@ -150,6 +151,8 @@ def main() -> None:
     if "fairseq-transformer" in runs:
         ct2 = ct2_model(args, Path(runs["fairseq-transformer"]["best"]["path"]), work / "fairseq-transformer", out)
         decoders += [("ctranslate2-transformer", ct2)] if ct2 else []
+    # every decoder: the same beam, length normalisation and bound (bench/peers.py), before anything is timed
+    peers.check_decoding({toolkit(s): decoding(s, 5) for s, _ in decoders})
     if "marian" in runs:
         files["{lex}"] = str(marian_lex(args, txt, out))
     test = sources(args, "test", txt)
@@ -190,6 +193,8 @@ def main() -> None:
     add_flop_shares(results, nmtkit_ckpt, work, txt)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     body, records = report(results, runs, nmtkit_run, choice)
+    body += "\n\nThe decoders, as their authors document them:\n" + "\n".join(
+        line for line in peers.report_lines("translate-speed") if line.split(" ", 2)[1] in {toolkit(s) for s, _ in decoders})
     print(body)
     if args.record:
         bl.append_results(bl.section("Translation speed on the quality-per-hour models, test2016", bl.machine_info(), load_before,

@@ -145,9 +145,12 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
     ("preprocess", "Preprocessing speed, Multi30k En-De (wall s; ratio = wall / nmtkit's, >1: nmtkit faster)", ("system", "step"),
      [("system", lambda r: r.get("system")), ("step", lambda r: r.get("step")), ("wall s", lambda r: _f(r.get("wall_s"))),
       ("pairs/s", lambda r: _f(r.get("pairs_s"), ",.0f")), ("ratio", lambda r: _f(r.get("ratio"), ".2f"))]),
-    ("score_memory", "nmtkit-score peak memory", ("lines", "metrics"),
+    ("score_memory", "nmtkit-score peak memory (BLEU + chrF), beside sacreBLEU's command line on the same files", ("lines", "metrics"),
      [("lines", lambda r: _f(r.get("lines"), ",")), ("peak RSS MB", lambda r: _f(r.get("maxrss_mb"), ",.0f")),
-      ("wall s", lambda r: _f(r.get("wall_s"), ".0f"))]),
+      ("wall s", lambda r: _f(r.get("wall_s"), ".0f")), ("peer", lambda r: r.get("peer", "")),
+      ("peer peak RSS MB", lambda r: _f(r.get("peer_maxrss_mb"), ",.0f") if r.get("peer") else ""),
+      ("peer wall s", lambda r: (_f(r.get("peer_wall_s"), ".0f") + ("" if r.get("peer_scores") else f" (stopped at the {r.get('peer_cap_gib'):g} GiB cap)"))
+       if r.get("peer") else "")]),
     ("gpu_train_speed", "GPU training speed: target tokens/s", ("system", "amp", "arch", "max_tokens", "batch_size"),
      [("system", lambda r: r.get("system", "nmtkit-eager")), ("arch", lambda r: r.get("arch")), ("amp", lambda r: r.get("amp")),
       ("tok/s", lambda r: _f(r.get("tok_s"), ",.0f")), ("peak GiB", lambda r: _f(r.get("peak_mem_gib"), ".1f"))]),
@@ -174,6 +177,8 @@ REMEASURE = [
     ("train-speed", "python -m bench run train-speed --record"),
     ("quality-per-hour", "python -m bench run quality-per-hour --record      # hours: 2 seeds x 5 systems, 2 at a time"),
     ("translate-speed", "python -m bench run translate-speed --record       # after quality-per-hour, alone"),
+    ("transformer-per-hour", "python -m bench run transformer-per-hour --record  # 3 Transformers x 2 seeds x 1 h, 2 at a time"),
+    ("transformer-translate-speed", "python -m bench run transformer-translate-speed --record  # after it, alone"),
     ("score-memory", "python -m bench run score-memory --record"),
     ("aer", "python -m bench run aer --record                   # ~3 h: 6 x 20 min + 2 guided rounds, both directions"),
     ("aer-transformer", "python -m bench run aer-transformer --record       # ~2 h: 2 x 20 min, every layer read, + 3 guided rounds"),
@@ -182,6 +187,7 @@ REMEASURE = [
     ("recipe-choice-wu", "python -m bench run recipe-choice-wu --record      # 2 h: Wu et al.'s batches and averaging, on valid, then test2016"),
     ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),
     ("recipe-transformer", "python -m bench run recipe-transformer --record    # 2 h: the Transformer recipe, 2 seeds and their ensemble"),
+    ("encoder-self-attention", "python -m bench run encoder-self-attention --record  # 0.5 h: the lecture's soft match, on valid"),
     ("gpu", "python -m bench run gpu --record                   # on a CUDA machine (device tool)"),
 ]
 

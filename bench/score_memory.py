@@ -7,8 +7,15 @@ so the peak should stay near what one chunk and the interpreter need, whatever t
 
 The system output and reference are generated (seeded) in a temporary folder outside the repository;
 the command runs as a subprocess and its peak RSS is wait4's ``ru_maxrss`` (benchlib.run_cmd).
-``--record`` (from a committed tree only) appends a row to bench/results.jsonl and a section to
-bench/RESULTS.md.
+
+The peer is sacreBLEU's own command line on the same files, the same metrics (``sacrebleu REF -i
+SYS -m bleu chrf -b``), back to back in the same invocation, under an address-space cap
+(``--peer-cap-gib``, ``prlimit``) so that the blow-up this suite was written for cannot take the
+machine: a run stopped by the cap is recorded as such.  Both scores are compared: nmtkit's chunked
+sums must give sacreBLEU's figures.
+
+``--record`` (from a committed tree only) appends a row to bench/results.jsonl and writes the
+run's report to WORK/logs.
 """
 from __future__ import annotations
 
@@ -53,6 +60,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--record", action=bl.RecordFromCommit, nargs=0, default=False,
                     help="append to bench/RESULTS.md and bench/results.jsonl (only from a committed tree)")
+    ap.add_argument("--peer-cap-gib", type=float, default=16.0,
+                    help="address-space cap of the sacreBLEU run (default: %(default)s GiB; 0: no peer run)")
     args = ap.parse_args()
     load_before = bl.uptime_line()
     with tempfile.TemporaryDirectory(prefix="nmtkit-score-memory-") as tmp:
@@ -65,11 +74,12 @@ def main() -> None:
         run = bl.run_cmd(cmd, folder / "score.log", stdout=folder / "scores.tsv", env=env)
         scores = {line.split("\t")[1]: float(line.split("\t")[2])
                   for line in (folder / "scores.tsv").read_text(encoding="utf-8").splitlines()}
+        peer = sacrebleu_run(folder, sys_path, ref_path, args.peer_cap_gib) if args.peer_cap_gib > 0 else {}
     load_after = bl.uptime_line()
     body = (f"nmtkit-score, default metrics (BLEU, chrF), on {args.lines:,} synthetic lines "
             f"({mb:.0f} MB system output + reference, seed {args.seed}): "
             f"peak RSS {run.maxrss_mb:,.0f} MB, {run.wall:.0f} s wall, {run.cpu:.0f} s CPU; "
-            + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()) + ".\n")
+            + ", ".join(f"{k} {v:.2f}" for k, v in scores.items()) + ".\n" + peer_line(peer, scores))
     print("\n" + body)
     if args.record:
         shown = ["python -m nmtkit.cli.score --sys sys.txt --ref ref.txt  # bench/score_memory.py "
@@ -77,8 +87,35 @@ def main() -> None:
         bl.append_results(bl.section("score: peak memory on a large corpus", bl.machine_info(), load_before,
                                      load_after, bl.software_line({}), body, shown))
         bl.append_jsonl([{"lines": args.lines, "mb": round(mb, 1), "metrics": "bleu,chrf", "maxrss_mb": round(run.maxrss_mb, 1),
-                          "wall_s": round(run.wall, 1), "cpu_s": round(run.cpu, 1), "scores": scores}],
+                          "wall_s": round(run.wall, 1), "cpu_s": round(run.cpu, 1), "scores": scores, **peer}],
                         {"bench": "score_memory", "load": {"before": load_before, "after": load_after}})
+
+
+def sacrebleu_run(folder: Path, sys_path: Path, ref_path: Path, cap_gib: float) -> dict:
+    """sacreBLEU's command line on the same files and metrics, under an address-space cap ->
+    the peer fields of the record (``peer_scores`` empty when the cap or an error stopped it)."""
+    from importlib.metadata import version
+
+    cap = str(int(cap_gib * 2**30))
+    cmd = ["prlimit", f"--as={cap}", sys.executable, "-m", "sacrebleu", ref_path, "-i", sys_path, "-m", "bleu", "chrf", "-b", "-f", "text", "-w", "4"]
+    run = bl.run_cmd(cmd, folder / "sacrebleu.log", stdout=folder / "sacrebleu.txt", check=False)
+    values = (folder / "sacrebleu.txt").read_text(encoding="utf-8").split() if run.rc == 0 else []
+    return {"peer": f"sacrebleu {version('sacrebleu')}", "peer_cap_gib": cap_gib, "peer_rc": run.rc,
+            "peer_maxrss_mb": round(run.maxrss_mb, 1), "peer_wall_s": round(run.wall, 1), "peer_cpu_s": round(run.cpu, 1),
+            "peer_scores": dict(zip(("BLEU", "chrF2"), map(float, values)))}
+
+
+def peer_line(peer: dict, scores: dict) -> str:
+    """The peer's sentence of the report, and whether both tools give the same scores."""
+    if not peer:
+        return ""
+    if not peer["peer_scores"]:
+        return (f"{peer['peer']} (`sacrebleu -m bleu chrf`) stopped with status {peer['peer_rc']} under its "
+                f"{peer['peer_cap_gib']:g} GiB address-space cap, after {peer['peer_wall_s']:.0f} s at {peer['peer_maxrss_mb']:,.0f} MB.\n")
+    same = all(abs(v - scores.get(k, float("nan"))) < 0.005 for k, v in peer["peer_scores"].items())
+    return (f"{peer['peer']} on the same files: peak RSS {peer['peer_maxrss_mb']:,.0f} MB, {peer['peer_wall_s']:.0f} s wall; "
+            + ", ".join(f"{k} {v:.2f}" for k, v in peer["peer_scores"].items())
+            + (" (the same scores)" if same else " (scores DIFFER from nmtkit's)") + ".\n")
 
 
 if __name__ == "__main__":

@@ -281,6 +281,34 @@ def test_a_wave_that_would_outlast_the_deadline_is_not_started(tmp_path, capsys)
         benchlib.parse_deadline("soon")
 
 
+def test_both_re_measuring_lists_name_every_suite():
+    """RESULTS.md's "Re-measuring every headline" (report.REMEASURE) and bench/README.md's list
+    name every suite of ``python -m bench``, so neither leaves a headline out."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("bench_main", BENCH / "__main__.py")
+    main = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(main)
+    in_report = {suite for suite, _ in report.REMEASURE if not suite.startswith("(")}
+    readme = (BENCH / "README.md").read_text(encoding="utf-8")
+    in_readme = set(re.findall(r"python -m bench run ([a-z0-9-]+) --record", readme))
+    assert in_report == set(main.SUITES), set(main.SUITES) ^ in_report
+    assert in_readme == set(main.SUITES), set(main.SUITES) ^ in_readme
+
+
+def test_score_memory_reports_the_sacrebleu_peer_and_whether_the_scores_agree():
+    import score_memory as sm
+
+    ok = {"peer": "sacrebleu 2.6.0", "peer_cap_gib": 16.0, "peer_rc": 0, "peer_maxrss_mb": 900.0, "peer_wall_s": 60.0,
+          "peer_scores": {"BLEU": 68.86, "chrF2": 80.89}}
+    assert "(the same scores)" in sm.peer_line(ok, {"BLEU": 68.861, "chrF2": 80.888})
+    assert "DIFFER" in sm.peer_line(ok, {"BLEU": 68.9, "chrF2": 80.89})
+    capped = {**ok, "peer_rc": 1, "peer_scores": {}}
+    assert "stopped with status 1 under its 16 GiB address-space cap" in sm.peer_line(capped, {})
+    assert sm.peer_line({}, {}) == ""
+
+
 def test_an_unfinished_aer_round_is_redone_from_the_round_before(tmp_path, monkeypatch):
     import aer_hansards as aer
 

@@ -94,6 +94,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("against", lambda r: r.get("peer") or ("OpenNMT-py" if "peer_sent_s" in r else "-")),
       ("its sent/s (net)", lambda r: _with_net(r.get("peer_value", r.get("peer_sent_s")), r.get("peer_sent_s_net"))),
       ("its BLEU", lambda r: _f(r.get("peer_bleu", r.get("bleu_opennmt")), ".2f")),
+      ("its share", lambda r: f"{r['peer_share_of_peak']:.0%}" if isinstance(r.get("peer_share_of_peak"), (int, float)) else "n/a"),
       ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f"))]),
     ("quality_per_hour", "Quality per CPU-hour: test2016 beam 5 after 1 h on one core",
      ("system", "seed"),

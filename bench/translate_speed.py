@@ -98,24 +98,30 @@ def ct2_model(args: argparse.Namespace, ckpt: Path, w: Path, out: Path) -> Path 
     return model
 
 
+#: Peers that decode a model of nmtkit's shape (the parameter count checked within 1 % when they
+#: trained): the same FLOPs per sentence as nmtkit's, so their rows get a share of the peak too.
+SAME_SHAPE_PEERS = ("fairseq-transformer", "ctranslate2-transformer", "opennmt-transformer")
+
+
 def add_flop_shares(results: list[dict], ckpt: Path, work: Path, txt: Path) -> None:
-    """nmtkit's float32 and bf16 paths: the search's FLOPs per second (bench/flops.py: the encoder
-    once per sentence, the decoder for every hypothesis of the beam and every output piece) net of
-    start-up, and their share of the host's probed peak of that precision (times the threads).  The
-    int8 paths use other units and are left out, and so are the peers (other models)."""
+    """The search's FLOPs per second (bench/flops.py: the encoder once per sentence, the decoder for
+    every hypothesis of the beam and every output piece) net of start-up, for nmtkit's paths and
+    the peers decoding a model of its shape; and the share of the host's probed peak of that
+    precision (times the threads) for the float32 and bf16 paths.  The int8 paths get their FLOP/s
+    without a share (no int8 peak is probed); peers of another shape get neither."""
     import flops
 
     model, cfg, v = flops.checkpoint_shape(ckpt)
     src = flops.data_stats(txt / "test.en", txt / "test.de")
     peak = bl.this_host().get("peak_gflops") or {}
+    # output length taken as the reference's BPE pieces per sentence (</s> included)
+    per_sentence = flops.decode_flops(flops.sentence_decode_macs(model, cfg, v, src["s"], src["t"], 5))
     for r in results:
-        if r["toolkit"] != "nmtkit" or r["path"] not in ("fp32", "bf16"):
-            continue
-        # output length taken as the reference's BPE pieces per sentence (</s> included)
-        per_sentence = flops.decode_flops(flops.sentence_decode_macs(model, cfg, v, src["s"], src["t"], 5))
+        if (r["toolkit"] != "nmtkit" and r.get("model") not in SAME_SHAPE_PEERS) or "shortlist" in r["path"]:
+            continue  # another shape, or a shortlist's smaller output layer: not this count
         r["gflops_net"] = round(r["sent_s_net"] * per_sentence / 1e9, 2)
-        prec = "bf16" if r["path"] == "bf16" else "fp32"
-        if peak.get(prec):
+        prec = {"fp32": "fp32", "bf16": "bf16"}.get(r["path"])
+        if prec and peak.get(prec):
             r["share_of_peak"] = round(r["gflops_net"] / (peak[prec] * r["threads"]), 4)
 
 
@@ -252,6 +258,7 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict | None
                             "peer_sent_s_net": round(b["sent_s_net"], 2), "bleu": a["bleu"], "peer_bleu": b["bleu"],
                             "chrf": a["chrf"], "peer_chrf": b["chrf"], "model": a["model"], "peer_model": b["model"],
                             **{k: a[k] for k in ("gflops_net", "share_of_peak") if k in a},
+                            **{f"peer_{k}": b[k] for k in ("gflops_net", "share_of_peak") if k in b},
                             "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run",
                             **({"shortlist": choice["path"]} if apath == "int8+shortlist" and choice else {})})
     return body + "\n" + "\n".join(lines) + "\n", records

@@ -309,6 +309,28 @@ def test_score_memory_reports_the_sacrebleu_peer_and_whether_the_scores_agree():
     assert sm.peer_line({}, {}) == ""
 
 
+def test_translate_speed_shares_of_peak_cover_same_shape_peers_but_not_shortlists(monkeypatch, tmp_path):
+    import flops
+    import translate_speed as ts
+
+    monkeypatch.setattr(flops, "checkpoint_shape", lambda ckpt: ("transformer", {}, 100))
+    monkeypatch.setattr(flops, "data_stats", lambda *a: {"s": 10, "t": 10})
+    monkeypatch.setattr(flops, "sentence_decode_macs", lambda *a: 1)
+    monkeypatch.setattr(flops, "decode_flops", lambda macs: 1e9)  # 1 GFLOP a sentence
+    monkeypatch.setattr(benchlib, "this_host", lambda peers=None: {"peak_gflops": {"fp32": 100.0, "bf16": 200.0}})
+    rows = [{"toolkit": "nmtkit", "path": "fp32", "model": "nmtkit-transformer"},
+            {"toolkit": "nmtkit", "path": "bf16", "model": "nmtkit-transformer"},
+            {"toolkit": "nmtkit", "path": "int8", "model": "nmtkit-transformer"},
+            {"toolkit": "nmtkit", "path": "int8+shortlist", "model": "nmtkit-transformer"},
+            {"toolkit": "ctranslate2", "path": "fp32", "model": "ctranslate2-transformer"},
+            {"toolkit": "opennmt", "path": "fp32", "model": "opennmt"}]
+    for r in rows:
+        r.update(threads=1, sent_s_net=50.0)
+    ts.add_flop_shares(rows, tmp_path / "x.pt", tmp_path, tmp_path)
+    assert [r.get("share_of_peak") for r in rows] == [0.5, 0.25, None, None, 0.5, None]
+    assert [r.get("gflops_net") for r in rows] == [50.0, 50.0, 50.0, None, 50.0, None]  # int8: FLOP/s, no int8 peak
+
+
 def test_an_unfinished_aer_round_is_redone_from_the_round_before(tmp_path, monkeypatch):
     import aer_hansards as aer
 

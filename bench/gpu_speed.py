@@ -207,8 +207,12 @@ def measure(args: argparse.Namespace) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "gpu_rows.jsonl"
     rows_path.write_text("", encoding="utf-8")  # a rerun into the same folder starts afresh
+    import host
+
     device = torch.cuda.get_device_name(0)
-    base = {"device": device, "commit": args.commit, "torch": torch.__version__, "arch": "luong_wmt_en_de"}
+    # the GPU machine's own CPU, memory, kernel and torch build beside the GPU (its host's peers: none)
+    machine = {k: v for k, v in host.fingerprint(peers=None).items() if k not in ("peers", "id")}
+    base = {"device": device, "commit": args.commit, "torch": torch.__version__, "arch": "luong_wmt_en_de", "machine": machine}
 
     def emit(row: dict) -> None:
         row = {**base, **{k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}}
@@ -407,7 +411,8 @@ def report(args: argparse.Namespace) -> None:
         records = [{k: v for k, v in r.items() if k != "hyp" and not k.startswith("_")} for r in rows]
         # the host is the GPU machine the rows name (its CPU is not this one's); per row, as calls may differ
         for rec in records:
-            rec["host"] = {"label": str(rec.get("device", "?")), "gpu": rec.get("device"), "torch": rec.get("torch")}
+            rec["host"] = {"label": str(rec.get("device", "?")), "gpu": rec.get("device"), "torch": rec.get("torch"),
+                           **({"cpu": rec.pop("machine")} if rec.get("machine") else {})}
         bl.append_jsonl(records, {"load": "n/a: the GPU machine ran nothing else"})
 
 

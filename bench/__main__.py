@@ -93,6 +93,12 @@ SUITES: dict[str, dict] = {
         "--max-train", "0", "--arch", "transformer_tiny", "--batch-size", "0", "--train-args", "--max-tokens 4096",
         "--preprocess-args=--joined-dictionary", "--rounds", "0", "--train-minutes", "20", "--guided-rounds", "3",
         "--guided-args", "--alignment-heads 1 --full-context-alignment", "--alignment-layers", "0", "1", "2", "3"])]},
+    # the default alignment layer, chosen on these dev pairs (issue 36): aer-transformer-full supervises and reads
+    # the default (-2, Garg et al.'s penultimate layer); this one the last layer, otherwise the same
+    "aer-transformer-last-layer": {"work": "/root/aer-transformer-last", "steps": [("aer_hansards", [
+        "--max-train", "0", "--arch", "transformer_tiny", "--batch-size", "0", "--train-args", "--max-tokens 4096",
+        "--preprocess-args=--joined-dictionary", "--rounds", "0", "--train-minutes", "20", "--guided-rounds", "3",
+        "--guided-args", "--alignment-heads 1 --full-context-alignment --alignment-layer -1"])]},
     # the Transformer set-up of the Multi30k recipe, chosen on valid (2 h each, side by side; test2016 untouched):
     # Wu et al.'s 8,000 updates take one core about an hour now: the 2 h go to more updates of their tiny
     # shape or to the wider transformer_m30k

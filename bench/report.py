@@ -184,6 +184,7 @@ REMEASURE = [
     ("aer", "python -m bench run aer --record                   # ~3 h: 6 x 20 min + 2 guided rounds, both directions"),
     ("aer-transformer", "python -m bench run aer-transformer --record       # ~2 h: 2 x 20 min, every layer read, + 3 guided rounds"),
     ("aer-transformer-full", "python -m bench run aer-transformer-full --record  # ~1.2 h: 3 guided rounds with full target context"),
+    ("aer-transformer-last-layer", "python -m bench run aer-transformer-last-layer --record  # ~1.2 h: the same, the last layer guided"),
     ("recipe-choice", "python -m bench run recipe-choice --record         # 2 h: the recipe's Transformer set-ups on valid"),
     ("recipe-choice-wu", "python -m bench run recipe-choice-wu --record      # 2 h: Wu et al.'s batches and averaging, on valid, then test2016"),
     ("recipe", "python -m bench run recipe --record                # 2 x 2 h: the Multi30k recipe, float32 then bf16"),

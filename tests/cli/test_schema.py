@@ -51,9 +51,9 @@ def test_a_matching_value_passes_and_extra_fields_are_allowed():
 
 
 # -- checkpoints ------------------------------------------------------------------------------------
-def _crafted(tmp_path: Path, edit) -> Path:  # noqa: ANN001
+def _crafted(tmp_path: Path, edit, arch: str = "luong_tiny") -> Path:  # noqa: ANN001
     """A real checkpoint, loaded, edited by ``edit(ckpt)`` and saved again (format fields kept)."""
-    path = make_checkpoint(tmp_path / "ok.pt")
+    path = make_checkpoint(tmp_path / "ok.pt", arch)
     ckpt = torch.load(path, weights_only=True)
     edit(ckpt)
     out = tmp_path / "bad.pt"
@@ -111,6 +111,28 @@ def _run(cmd: str, ckpt: Path, tmp_path: Path):  # noqa: ANN202
 def test_crafted_checkpoints_are_one_line_naming_file_and_field(tmp_path, cmd, case):
     edit, expected = CHECKPOINT_CASES[case]
     bad = _crafted(tmp_path, edit)
+    res = _run(cmd, bad, tmp_path)
+    assert res.exit_code == 1, res.output
+    line = one_line(res.output)
+    assert line.startswith(f"nmtkit-{cmd}: error: {bad}") and expected in line, line
+
+
+#: The Transformer's own fields: its model_config checked like any other, and weights of its layers
+TRANSFORMER_CASES = {
+    "heads_do_not_divide": (lambda c: c["model_config"].update(heads=3), "must be divisible by heads (3)"),
+    "alignment_layer_out_of_range": (lambda c: c["model_config"].update(alignment_layer=7),
+                                     "alignment_layer must be in [-2, 1] for 2 decoder layers, got 7"),
+    "alignment_heads_above_heads": (lambda c: c["model_config"].update(alignment_heads=99), "alignment_heads must be in"),
+    "weights_of_a_recurrent_model": (lambda c: c.update(model_name="luong"), "luong"),
+    "nan_weights": (_nan, "holds NaN or infinite values"),
+}
+
+
+@pytest.mark.parametrize("cmd", ["translate", "align"])
+@pytest.mark.parametrize("case", list(TRANSFORMER_CASES))
+def test_crafted_transformer_checkpoints_are_one_line_naming_file_and_field(tmp_path, cmd, case):
+    edit, expected = TRANSFORMER_CASES[case]
+    bad = _crafted(tmp_path, edit, "transformer_test")
     res = _run(cmd, bad, tmp_path)
     assert res.exit_code == 1, res.output
     line = one_line(res.output)

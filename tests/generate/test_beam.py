@@ -362,6 +362,8 @@ def test_option_errors():
     ("luong_tiny", dict(attention="local-m", score="dot", input_feeding=False)),
     ("rnnsearch_tiny", {}),
     ("rnnencdec_tiny", dict(cell="gru", feed_context=True)),
+    ("transformer_test", dict(init="uniform", init_scale=0.5)),
+    ("transformer_test", dict(init="uniform", init_scale=0.5, normalize_before=True, learned_positions=True)),
 ])
 def test_one_encoder_copy_per_sentence_gives_the_same_translations(arch, opts, monkeypatch):
     """Beam search keeps one encoder output per sentence for models that share it across their

@@ -88,12 +88,13 @@ def test_a_second_signal_before_the_restore_still_restores_then_stops(monkeypatc
         assert torch.equal(p, raw[n])
 
 
-def test_checkpoints_hold_the_average_and_the_raw_weights_resume_exactly(data_dir, tmp_path):
+@pytest.mark.parametrize("arch", ["luong_tiny", "transformer_test"])
+def test_checkpoints_hold_the_average_and_the_raw_weights_resume_exactly(data_dir, tmp_path, arch):
     a, b = tmp_path / "a", tmp_path / "b"
-    assert train_ema(data_dir, a, "--max-epoch", "2").exit_code == 0
-    r1 = train_ema(data_dir, b, "--max-epoch", "2", "--max-update", "4")
+    assert train_ema(data_dir, a, "--max-epoch", "2", "--arch", arch).exit_code == 0
+    r1 = train_ema(data_dir, b, "--max-epoch", "2", "--max-update", "4", "--arch", arch)
     assert r1.exit_code == 0, r1.output
-    r2 = train_ema(data_dir, b, "--max-epoch", "2")
+    r2 = train_ema(data_dir, b, "--max-epoch", "2", "--arch", arch)
     assert r2.exit_code == 0, r2.output
     ca, cb = load_checkpoint(a / "checkpoint_last.pt"), load_checkpoint(b / "checkpoint_last.pt")
     for k in ca["model"]:

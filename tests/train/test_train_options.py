@@ -40,12 +40,13 @@ def valid_records(save: Path) -> list[dict]:
 
 
 # -- gradient accumulation and loss normalisation ------------------------------------------------
-def test_update_freq_2_equals_the_double_batch(data_dir, tmp_path):
+@pytest.mark.parametrize("arch", ["luong_tiny", "transformer_test"])
+def test_update_freq_2_equals_the_double_batch(data_dir, tmp_path, arch):
     """6 training sentences: --batch-size 3 --update-freq 2 accumulates both batches of an
     epoch into one update, exactly what --batch-size 6 does in one batch (padding differs, which
     changes nothing), so after 2 epochs the parameters agree to float rounding; --update-freq 1
     (two updates per epoch) does not."""
-    common = ["--max-epoch", "2", "--optimizer", "sgd", "--lr", "0.5", "--clip-norm", "0", "--no-epoch-checkpoints"]
+    common = ["--max-epoch", "2", "--optimizer", "sgd", "--lr", "0.5", "--clip-norm", "0", "--no-epoch-checkpoints", "--arch", arch]
     assert train_exact(data_dir, tmp_path / "acc", "--batch-size", "3", "--update-freq", "2", *common).exit_code == 0
     assert train_exact(data_dir, tmp_path / "big", "--batch-size", "6", *common).exit_code == 0
     assert train_exact(data_dir, tmp_path / "small", "--batch-size", "3", *common).exit_code == 0

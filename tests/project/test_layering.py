@@ -100,3 +100,53 @@ def test_only_the_bundle_and_training_load_checkpoints():
     allowed = ("nmtkit/checkpoint.py", "nmtkit/generate/bundle.py", "nmtkit/train/")
     found = [v for name in readers for v in _violations("", f"nmtkit.checkpoint.{name}", exempt=allowed)]
     assert found == []
+
+
+#: The modules of the architectures themselves: only nmtkit/models may import them (the registry
+#: maps names to classes; generate/quantize.py registers int8 products with the encoders' hook).
+ARCHITECTURES = ("luong", "rnnsearch", "rnnencdec", "transformer", "transformer_presets", "presets", "multihead", "attention")
+
+
+@pytest.mark.parametrize("module", ARCHITECTURES)
+def test_only_the_models_import_the_architectures(module):
+    assert _violations("", f"nmtkit.models.{module}", exempt=("nmtkit/models/",)) == []
+
+
+def _architecture_tests(path: Path, names: set[str]) -> list[str]:
+    """``x == "luong"``, ``arch in ("transformer_base", ...)``, ``isinstance(m, TransformerModel)``
+    and the like in ``path``: code that asks which architecture it holds."""
+    found = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    classes = {"LuongModel", "RNNSearchModel", "RNNEncDecModel", "TransformerModel"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            consts = [c for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            hit = [c.value for c in consts if c.value in names]
+            if hit:
+                found.append(f"{path.name}:{node.lineno} compares with {hit[0]!r}")
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance" and len(node.args) == 2:
+            kinds = [n.id if isinstance(n, ast.Name) else getattr(n, "attr", "") for n in ast.walk(node.args[1])]
+            if classes & set(kinds):
+                found.append(f"{path.name}:{node.lineno} isinstance against {sorted(classes & set(kinds))[0]}")
+    return found
+
+
+def test_generation_training_and_the_cli_never_ask_which_architecture_they_hold():
+    """The model interface carries the difference (decode_step, reorder_decoder_state, capability
+    attributes such as has_attention): nothing in generate/, train/ or cli/ compares a model or
+    preset name, or checks a model's class."""
+    from nmtkit.models import registry
+
+    names = set(registry.REGISTRY.archs) | set(registry.REGISTRY.models)
+    assert {"luong", "transformer", "transformer_tiny", "luong_tiny"} <= names
+    found = [f"{where}/{f}" for where in ("generate", "train", "cli") for p in sorted((PKG / where).rglob("*.py"))
+             for f in _architecture_tests(p, names)]
+    assert found == []
+
+
+def test_the_architecture_check_can_fail(tmp_path):
+    bad = tmp_path / "m.py"
+    bad.write_text("def f(m, arch):\n    if arch == 'transformer_base':\n        pass\n"
+                   "    return isinstance(m, TransformerModel) or m.model_name in ('luong', 'x')\n")
+    found = _architecture_tests(bad, {"transformer_base", "luong"})
+    assert len(found) == 3, found

@@ -79,13 +79,17 @@ def add_deadline_arg(ap) -> None:  # noqa: ANN001 - argparse.ArgumentParser
 
 
 def parse_deadline(text: str) -> float:
-    """``HH:MM`` (today, local time) or ``YYYY-MM-DDTHH:MM`` as epoch seconds."""
+    """``HH:MM`` (local time: the next such time, so tomorrow's once today's has passed, as for a
+    session that ends after midnight) or ``YYYY-MM-DDTHH:MM`` as epoch seconds."""
     try:
         if "T" in text or "-" in text:
             when = _dt.datetime.fromisoformat(text)
         else:
             hour, minute = (int(x) for x in text.split(":"))
-            when = _dt.datetime.now().replace(hour=hour, minute=minute, second=0, microsecond=0)
+            now = _dt.datetime.now()
+            when = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+            if when <= now:
+                when += _dt.timedelta(days=1)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a time: {text!r} (HH:MM or YYYY-MM-DDTHH:MM)") from None
     return when.timestamp()
@@ -95,11 +99,11 @@ def stop_before_deadline(deadline: Optional[float], seconds: float, what: str) -
     """Exit with :data:`DEADLINE_EXIT` instead of starting ``what`` (about ``seconds`` long) when it
     would end after ``deadline`` (None: no deadline).  Why: a part killed half-way is redone from
     its start, so starting it only wastes the machine."""
-    if deadline is None or time.time() + seconds <= deadline:
+    if deadline is None or seconds <= 0 or time.time() + seconds <= deadline:
         return
     end = time.strftime("%H:%M", time.localtime(time.time() + seconds))
     print(f"--deadline {time.strftime('%H:%M', time.localtime(deadline))}: not starting {what}, which would end "
-          f"about {end}; rerun the same command to continue", flush=True)
+          f"about {end}; rerun the command (with a later --deadline, or none) to continue", flush=True)
     sys.exit(DEADLINE_EXIT)
 
 

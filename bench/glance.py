@@ -166,9 +166,12 @@ def aer_rows(records: list[dict]) -> Iterable[list[str]]:
 def other_rows(records: list[dict]) -> Iterable[list[str]]:
     r = latest(records, bench="score_memory")
     if r is not None:
+        done = bool(r.get("peer_scores"))
         peer = (f"{r['peer']} {r['peer_maxrss_mb']:,.0f} MB, {r['peer_wall_s']:.0f} s"
-                + ("" if r.get("peer_scores") else f" (stopped at its {r['peer_cap_gib']:g} GiB cap)")) if r.get("peer") else ""
-        ratio = f"{r['peer_maxrss_mb'] / r['maxrss_mb']:.1f}x less memory" if r.get("peer") and r.get("maxrss_mb") else ""
+                + ("" if done else f" (did not finish: {r.get('peer_failure', 'status ' + str(r.get('peer_rc')))})")) if r.get("peer") else ""
+        # a peer stopped early had not reached its peak: the ratio is then only a lower bound
+        ratio = (f"{'' if done else '>= '}{r['peer_maxrss_mb'] / r['maxrss_mb']:.1f}x less memory"
+                 if r.get("peer") and r.get("maxrss_mb") else "")
         yield [f"nmtkit-score, {r['lines']:,} lines, BLEU + chrF", f"peak RSS {r['maxrss_mb']:.0f} MB, {r['wall_s']:.0f} s", peer, ratio,
                *stamp(r)]
     yield from gpu_rows(records)

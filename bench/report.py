@@ -150,7 +150,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
      [("lines", lambda r: _f(r.get("lines"), ",")), ("peak RSS MB", lambda r: _f(r.get("maxrss_mb"), ",.0f")),
       ("wall s", lambda r: _f(r.get("wall_s"), ".0f")), ("peer", lambda r: r.get("peer", "")),
       ("peer peak RSS MB", lambda r: _f(r.get("peer_maxrss_mb"), ",.0f") if r.get("peer") else ""),
-      ("peer wall s", lambda r: (_f(r.get("peer_wall_s"), ".0f") + ("" if r.get("peer_scores") else f" (stopped at the {r.get('peer_cap_gib'):g} GiB cap)"))
+      ("peer wall s", lambda r: (_f(r.get("peer_wall_s"), ".0f") + ("" if r.get("peer_scores") else f" (did not finish: {r.get('peer_failure', '?')})"))
        if r.get("peer") else "")]),
     ("gpu_train_speed", "GPU training speed: target tokens/s", ("system", "amp", "arch", "max_tokens", "batch_size"),
      [("system", lambda r: r.get("system", "nmtkit-eager")), ("arch", lambda r: r.get("arch")), ("amp", lambda r: r.get("amp")),

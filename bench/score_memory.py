@@ -93,26 +93,36 @@ def main() -> None:
 
 def sacrebleu_run(folder: Path, sys_path: Path, ref_path: Path, cap_gib: float) -> dict:
     """sacreBLEU's command line on the same files and metrics, under an address-space cap ->
-    the peer fields of the record (``peer_scores`` empty when the cap or an error stopped it)."""
+    the peer fields of the record (``peer_scores`` empty and ``peer_failure`` set when it did not
+    finish: the cap (a MemoryError or a signal) or any other error, in the log's last line)."""
+    import json
     from importlib.metadata import version
 
     cap = str(int(cap_gib * 2**30))
-    cmd = ["prlimit", f"--as={cap}", sys.executable, "-m", "sacrebleu", ref_path, "-i", sys_path, "-m", "bleu", "chrf", "-b", "-f", "text", "-w", "4"]
-    run = bl.run_cmd(cmd, folder / "sacrebleu.log", stdout=folder / "sacrebleu.txt", check=False)
-    values = (folder / "sacrebleu.txt").read_text(encoding="utf-8").split() if run.rc == 0 else []
-    return {"peer": f"sacrebleu {version('sacrebleu')}", "peer_cap_gib": cap_gib, "peer_rc": run.rc,
+    cmd = ["prlimit", f"--as={cap}", sys.executable, "-m", "sacrebleu", ref_path, "-i", sys_path, "-m", "bleu", "chrf",
+           "-f", "json", "-w", "4"]
+    run = bl.run_cmd(cmd, folder / "sacrebleu.log", stdout=folder / "sacrebleu.json", check=False)
+    peer = {"peer": f"sacrebleu {version('sacrebleu')}", "peer_cap_gib": cap_gib, "peer_rc": run.rc,
             "peer_maxrss_mb": round(run.maxrss_mb, 1), "peer_wall_s": round(run.wall, 1), "peer_cpu_s": round(run.cpu, 1),
-            "peer_scores": dict(zip(("BLEU", "chrF2"), map(float, values)))}
+            "peer_scores": {}}
+    try:  # one object per metric, each named: no reliance on the order sacreBLEU prints them in
+        peer["peer_scores"] = {m["name"]: float(m["score"]) for m in json.loads((folder / "sacrebleu.json").read_text(encoding="utf-8"))}
+    except (ValueError, KeyError, TypeError):
+        log = (folder / "sacrebleu.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        capped = run.rc < 0 or any(m in line for line in log for m in ("MemoryError", "Cannot allocate memory", "out of memory"))
+        peer["peer_failure"] = f"its {cap_gib:g} GiB address-space cap" if capped else (log[-1] if log else f"status {run.rc}")
+    return peer
 
 
 def peer_line(peer: dict, scores: dict) -> str:
-    """The peer's sentence of the report, and whether both tools give the same scores."""
+    """The peer's sentence of the report, and whether both tools give the same scores (nmtkit
+    prints 2 decimals, sacreBLEU 4 here: a tie of rounding differs by 0.005)."""
     if not peer:
         return ""
     if not peer["peer_scores"]:
-        return (f"{peer['peer']} (`sacrebleu -m bleu chrf`) stopped with status {peer['peer_rc']} under its "
-                f"{peer['peer_cap_gib']:g} GiB address-space cap, after {peer['peer_wall_s']:.0f} s at {peer['peer_maxrss_mb']:,.0f} MB.\n")
-    same = all(abs(v - scores.get(k, float("nan"))) < 0.005 for k, v in peer["peer_scores"].items())
+        return (f"{peer['peer']} (`sacrebleu -m bleu chrf`) did not finish (status {peer['peer_rc']}; "
+                f"{peer.get('peer_failure', '?')}) after {peer['peer_wall_s']:.0f} s at {peer['peer_maxrss_mb']:,.0f} MB.\n")
+    same = all(abs(v - scores.get(k, float("nan"))) <= 0.0051 for k, v in peer["peer_scores"].items())
     return (f"{peer['peer']} on the same files: peak RSS {peer['peer_maxrss_mb']:,.0f} MB, {peer['peer_wall_s']:.0f} s wall; "
             + ", ".join(f"{k} {v:.2f}" for k, v in peer["peer_scores"].items())
             + (" (the same scores)" if same else " (scores DIFFER from nmtkit's)") + ".\n")

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import benchlib as bl
 import peers
-from quality_per_hour import SYSTEMS, decode_cmd, decoding, scores, sources, toolkit, translate
+from quality_per_hour import SYSTEMS, decode_cmd, scores, sources, toolkit, translate
 
 #: timed paths per toolkit: label -> extra decoder flags ({table} / {lex}: the shortlist files)
 PATHS = {
@@ -157,8 +157,9 @@ def main() -> None:
     if "fairseq-transformer" in runs:
         ct2 = ct2_model(args, Path(runs["fairseq-transformer"]["best"]["path"]), work / "fairseq-transformer", out)
         decoders += [("ctranslate2-transformer", ct2)] if ct2 else []
-    # every decoder: the same beam, length normalisation and bound (bench/peers.py), before anything is timed
-    peers.check_decoding({toolkit(s): decoding(s, 5) for s, _ in decoders})
+    # every decoder command as it will run: the same beam, length normalisation and bound (bench/peers.py)
+    for s, ckpt in decoders:
+        peers.check_decoding({toolkit(s): decode_cmd(args, s, ckpt, work / s.replace("ctranslate2", "fairseq"), 5)[0]})
     if "marian" in runs:
         files["{lex}"] = str(marian_lex(args, txt, out))
     test = sources(args, "test", txt)

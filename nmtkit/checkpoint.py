@@ -186,13 +186,28 @@ def build_model_from_checkpoint(ckpt: dict[str, Any], path: str | os.PathLike = 
             model = registry.build_model(ckpt["model_name"], cfg, *dicts)
     except NmtkitError as exc:
         raise NmtkitError(f"{path}: {exc}") from None
-    try:
-        model.load_state_dict(ckpt["model"])
-    except RuntimeError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise NmtkitError(f"{path}: weights do not fit model {ckpt['model_name']!r} ({first})") from None
+    load_weights(model, ckpt["model"], path, ckpt["model_name"])
     model.eval()
     return model
+
+
+def load_weights(model: torch.nn.Module, state: dict[str, torch.Tensor], path: str | os.PathLike, name: str) -> None:
+    """``model.load_state_dict(state)``, or one line naming the file and what does not fit: the
+    first missing and unexpected weights (a checkpoint of another version of the model, e.g. one
+    trained before an option gained weights), else the first shape mismatch."""
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as exc:
+        own = model.state_dict()
+        missing, unexpected = [k for k in own if k not in state], [k for k in state if k not in own]
+
+        def some(keys: list[str]) -> str:
+            return ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+
+        parts = ([f"missing {some(missing)}"] if missing else []) + ([f"unexpected {some(unexpected)}"] if unexpected else [])
+        detail = "; ".join(parts) or next((line.strip() for line in str(exc).splitlines()[1:] if line.strip()),
+                                          str(exc).strip().splitlines()[0])
+        raise NmtkitError(f"{path}: weights do not fit model {name!r} ({detail})") from None
 
 
 def check_finite_weights(state: dict[str, torch.Tensor], path: str | os.PathLike) -> None:

@@ -118,9 +118,10 @@ def soft_match(h: Tensor, x: Tensor, mask: Tensor) -> Tensor:
     its sentence, ``x~_i = sum_j beta_ij x_j`` with ``beta_ij = softmax_j(h_i . h_j / sqrt(d))``
     over the real positions (``mask`` ``[B, S]``, True there); ``h`` ``[B, S, d]`` are source
     hidden states, ``x`` ``[B, S, E]`` the embeddings -> ``[B, S, E]``.  The slide leaves the
-    scale out; without it the dot products of 2 x 256 tanh-bounded states make each row nearly
-    one-hot on its own position (so x~_i = x_i), hence Vaswani et al.'s 1/sqrt(d).  The order of
-    the positions does not matter (source reversal leaves it the same)."""
+    scale out; without it the dot products of hundreds of tanh-bounded state values (d = 256 for
+    ``luong_m30k``'s 2 x 128) make each row nearly one-hot on its own position (so x~_i = x_i),
+    hence Vaswani et al.'s 1/sqrt(d).  Given ``h``, permuting the positions permutes the result;
+    ``h`` itself comes from an RNN over the sentence as the encoder reads it (reversed or not)."""
     scores = torch.bmm(h, h.transpose(1, 2)).float() / h.size(-1) ** 0.5
     beta = torch.softmax(scores.masked_fill(~mask[:, None, :], float("-inf")), dim=-1)
     return torch.bmm(beta.to(x.dtype), x)

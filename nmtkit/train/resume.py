@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 
-from nmtkit.checkpoint import load_checkpoint
+from nmtkit.checkpoint import load_checkpoint, load_weights
 from nmtkit.errors import NmtkitError
 from nmtkit.train.ema import WeightAverage
 from nmtkit.train.optim import DEFAULT_LR
@@ -118,7 +118,7 @@ def resume_if_possible(run: TrainingRun, reset_optimizer: bool = False, reset_lr
     if refused:
         raise NmtkitError(f"{last} cannot continue with changed options: {'; '.join(refused)}. "
                           "Rerun with the checkpoint's options, start that part fresh with the flag named, or use another --save-dir")
-    notes += _restore_weights(run, ckpt, ts, state.update)
+    notes += _restore_weights(run, ckpt, ts, state.update, last)
     notes += _restore_optimizer_and_lr(run, ts, old, reset_optimizer, reset_lr_scheduler)
     if old.get("best_checkpoint_metric") != run.opt.best_checkpoint_metric:
         # the schedule's best value and the patience count were kept in the old metric's units
@@ -142,12 +142,12 @@ def resume_if_possible(run: TrainingRun, reset_optimizer: bool = False, reset_lr
     return "\n".join([head, *(f"  {n}" for n in notes)])
 
 
-def _restore_weights(run: TrainingRun, ckpt: dict, ts: dict, update: int) -> list[str]:
+def _restore_weights(run: TrainingRun, ckpt: dict, ts: dict, update: int, path: Path) -> list[str]:
     """The weights training goes on from, and the --ema-decay average; returns the notes.  A
     checkpoint written with --ema-decay holds the average as its weights and the raw ones in its
     training state (nmtkit.train.ema)."""
     saved_ema = ts.get("ema")
-    run.model.load_state_dict(saved_ema["raw_model"] if saved_ema else ckpt["model"])
+    load_weights(run.model, saved_ema["raw_model"] if saved_ema else ckpt["model"], path, ckpt.get("model_name", "?"))
     if run.ema is None:
         return ["--ema-decay 0: the weight average ends here; training goes on from the raw weights"] if saved_ema else []
     if saved_ema:

@@ -86,6 +86,10 @@ CHECKPOINT_CASES = {
     "unknown_model": (lambda c: c.update(model_name="no_such_model"), "no_such_model"),
     "weights_of_another_model": (lambda c: c.update(model_name="transformer"), "transformer"),
     "model_is_a_list": (lambda c: c.update(model=[1, 2]), "field 'model' must be an object, not list"),
+    # a checkpoint of another version of the model (one trained before an option gained weights)
+    "missing_weight": (lambda c: c["model"].pop("encoder.embed.weight"), "(missing encoder.embed.weight)"),
+    "unexpected_weight": (lambda c: c["model"].update({"encoder.match_rnn.weight_ih_l0": torch.zeros(1)}),
+                          "(unexpected encoder.match_rnn.weight_ih_l0)"),
     "nan_weights": (_nan, "holds NaN or infinite values"),
     "inf_weights": (_inf, "holds NaN or infinite values"),
     "bad_codes": (lambda c: c["tgt_pipeline"].update(bpe_codes_text="#version: 0.2\na b c\n"),

@@ -372,7 +372,10 @@ def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(a
     """encoder_self_attention: the encoder's input is [x_i; sum_j softmax(h_i.h_j / sqrt(d)) x_j], h the
     states of a one-layer RNN over the embeddings (the slide's "source hidden states"); the model
     contract (incremental = teacher-forced) still holds."""
-    from nmtkit.models.encoders import soft_match
+    import copy
+
+    from nmtkit.generate.quantize import quantize_model
+    from nmtkit.models.encoders import reversal_index, run_rnn, soft_match
 
     torch.manual_seed(0)
     name, cfg = resolve_config(arch, {"encoder_self_attention": True, "source_reversal": True})
@@ -385,10 +388,22 @@ def test_recurrent_encoders_take_the_lectures_soft_match_beside_each_embedding(a
     with torch.no_grad():
         logits, _ = model(src, lengths, prev)
         steps, _ = step_forward(model, src, lengths, prev)
-        # the match states are the one-layer RNN's over the embeddings, padding excluded
-        x = enc.embed(src[:1, : int(lengths[0])])
-        h, _ = enc.match_rnn(x)
+        # the match states: the one-layer RNN over the (reversed) embeddings of the real positions only,
+        # as PyTorch's own RNN computes them on the sentence alone
+        n = int(lengths[1])  # a padded row
+        real = src[1:2, :n].gather(1, reversal_index(lengths[1:2], n))
+        want_h, _ = enc.match_rnn(enc.embed(real))
+        got_h, _, _ = run_rnn(enc.match_rnn, enc.embed(src[1:2].gather(1, reversal_index(lengths[1:2], src.size(1)))),
+                              lengths[1:2])
+    assert n < src.size(1)
+    torch.testing.assert_close(got_h[:, :n], want_h, atol=1e-5, rtol=1e-5)
+    assert got_h[:, n:].abs().max() == 0  # padding is never read
     torch.testing.assert_close(torch.log_softmax(logits, -1), steps, atol=1e-5, rtol=1e-5)
+    int8 = quantize_model(copy.deepcopy(model))  # the match RNN becomes int8 products like the encoder's
+    assert type(int8.encoder.match_rnn) is not type(enc.match_rnn)
+    with torch.no_grad():  # int8 models search: their steps, as translation runs them
+        q_steps, _ = step_forward(int8, src, lengths, prev)
+    assert (q_steps - steps).abs().max() < 0.15
     h, x = torch.randn(2, 4, 5), torch.randn(2, 4, 3)
     mask = torch.tensor([[True] * 4, [True, True, False, False]])
     want = torch.stack([torch.softmax(h[1, :2] @ h[1, i] / 5 ** 0.5, 0) @ x[1, :2] for i in range(4)])

@@ -277,6 +277,10 @@ def test_a_wave_that_would_outlast_the_deadline_is_not_started(tmp_path, capsys)
     assert benchlib.parse_deadline("2026-11-28T16:20") == pytest.approx(
         __import__("datetime").datetime(2026, 11, 28, 16, 20).timestamp())
     assert time.localtime(benchlib.parse_deadline("07:05"))[3:5] == (7, 5)
+    assert time.time() < benchlib.parse_deadline("07:05") <= time.time() + 86400  # the next 07:05, never one gone by
+    with pytest.raises(SystemExit):
+        benchlib.stop_before_deadline(time.time() - 60, 10, "a wave after the deadline")
+    benchlib.stop_before_deadline(time.time() - 60, 0, "a finished wave")  # nothing left to run: never stops
     with pytest.raises(Exception, match="not a time"):
         benchlib.parse_deadline("soon")
 
@@ -303,10 +307,31 @@ def test_score_memory_reports_the_sacrebleu_peer_and_whether_the_scores_agree():
     ok = {"peer": "sacrebleu 2.6.0", "peer_cap_gib": 16.0, "peer_rc": 0, "peer_maxrss_mb": 900.0, "peer_wall_s": 60.0,
           "peer_scores": {"BLEU": 68.86, "chrF2": 80.89}}
     assert "(the same scores)" in sm.peer_line(ok, {"BLEU": 68.861, "chrF2": 80.888})
+    assert "(the same scores)" in sm.peer_line({**ok, "peer_scores": {"BLEU": 68.865}}, {"BLEU": 68.86})  # a rounding tie
     assert "DIFFER" in sm.peer_line(ok, {"BLEU": 68.9, "chrF2": 80.89})
-    capped = {**ok, "peer_rc": 1, "peer_scores": {}}
-    assert "stopped with status 1 under its 16 GiB address-space cap" in sm.peer_line(capped, {})
+    capped = {**ok, "peer_rc": 1, "peer_scores": {}, "peer_failure": "its 16 GiB address-space cap"}
+    assert "did not finish (status 1; its 16 GiB address-space cap)" in sm.peer_line(capped, {})
     assert sm.peer_line({}, {}) == ""
+
+
+def test_score_memory_runs_sacrebleu_and_tells_the_cap_from_other_failures(tmp_path, monkeypatch):
+    import score_memory as sm
+
+    (tmp_path / "ref.txt").write_text("The cat sits on the mat .\nA dog runs .\n")
+    (tmp_path / "sys.txt").write_text("The cat sat on the mat .\nA dog runs .\n")
+    ok = sm.sacrebleu_run(tmp_path, tmp_path / "sys.txt", tmp_path / "ref.txt", 8.0)
+    assert set(ok["peer_scores"]) == {"BLEU", "chrF2"} and ok["peer_rc"] == 0 and "peer_failure" not in ok
+    missing = sm.sacrebleu_run(tmp_path, tmp_path / "nothing.txt", tmp_path / "ref.txt", 8.0)
+    assert missing["peer_scores"] == {} and missing["peer_rc"] != 0 and "cap" not in missing["peer_failure"]
+
+    def out_of_memory(cmd, log, stdout=None, **kw):  # what a run that hits the cap leaves behind
+        Path(log).write_text("Traceback (most recent call last):\nMemoryError\n")
+        Path(stdout).write_text("")
+        return benchlib.Run(cmd=cmd, wall=3.0, user=2.0, sys=1.0, maxrss_mb=900.0, tree_rss_mb=900.0, rc=1)
+
+    monkeypatch.setattr(benchlib, "run_cmd", out_of_memory)
+    capped = sm.sacrebleu_run(tmp_path, tmp_path / "sys.txt", tmp_path / "ref.txt", 16.0)
+    assert capped["peer_scores"] == {} and capped["peer_failure"] == "its 16 GiB address-space cap"
 
 
 def test_translate_speed_shares_of_peak_cover_same_shape_peers_but_not_shortlists(monkeypatch, tmp_path):

@@ -335,6 +335,27 @@ def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
     assert len(lines) == 1 and "not a resumable training checkpoint" in lines[0] and "checkpoint_last.pt" in lines[0]
 
 
+def test_weights_of_another_version_of_the_model_are_one_line_naming_them(data_dir, tmp_path):
+    """A checkpoint_last.pt whose weights do not fit the model its options build (written before an
+    option gained weights, or edited) is refused naming the file and the weights, not with a
+    load_state_dict traceback."""
+    from click.testing import CliRunner
+
+    from nmtkit.cli.train import command as train
+
+    save = tmp_path / "s"
+    args = [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--max-epoch", "0",
+            "--no-progress", "--threads", "1"]
+    assert CliRunner().invoke(train, [*args, "--max-update", "1"]).exit_code == 0
+    ckpt = load_checkpoint(save / "checkpoint_last.pt")
+    del ckpt["model"]["encoder.embed.weight"]
+    save_checkpoint(save / "checkpoint_last.pt", {k: v for k, v in ckpt.items() if k not in ("format", "version", "nmtkit_version")})
+    res = CliRunner().invoke(train, [*args, "--max-update", "2"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    lines = [l for l in res.output.strip().splitlines() if "error" in l]
+    assert len(lines) == 1 and "checkpoint_last.pt" in lines[0] and "missing encoder.embed.weight" in lines[0], lines
+
+
 def test_a_dangling_checkpoint_last_link_is_named_as_one(data_dir, tmp_path):
     """A checkpoint_last.pt that is a link to a removed file was listed among the checkpoints the
     directory "holds", and then said to be missing."""

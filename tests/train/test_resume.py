@@ -315,9 +315,8 @@ def test_kill_9_then_resume_leaves_no_duplicate_log_records_or_temp_files(data_d
     assert events.count("start") == 2  # the killed run's start is history and stays
 
 
-def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
-    """A checkpoint_last.pt whose training state is missing (another tool, a damaged edit) is refused
-    by name, not with a KeyError traceback."""
+def _resume_after_editing_the_checkpoint(data_dir, tmp_path, edit):  # noqa: ANN001, ANN202
+    """Train 1 update, apply ``edit`` to checkpoint_last.pt (saved again), then ask for a 2nd update."""
     from click.testing import CliRunner
 
     from nmtkit.cli.train import command as train
@@ -327,9 +326,15 @@ def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
             "--no-progress", "--threads", "1"]
     assert CliRunner().invoke(train, [*args, "--max-update", "1"]).exit_code == 0
     ckpt = load_checkpoint(save / "checkpoint_last.pt")
-    del ckpt["train_state"]["state"]
+    edit(ckpt)
     save_checkpoint(save / "checkpoint_last.pt", {k: v for k, v in ckpt.items() if k not in ("format", "version", "nmtkit_version")})
-    res = CliRunner().invoke(train, [*args, "--max-update", "2"])
+    return CliRunner().invoke(train, [*args, "--max-update", "2"])
+
+
+def test_a_malformed_training_state_is_one_line(data_dir, tmp_path):
+    """A checkpoint_last.pt whose training state is missing (another tool, a damaged edit) is refused
+    by name, not with a KeyError traceback."""
+    res = _resume_after_editing_the_checkpoint(data_dir, tmp_path, lambda ckpt: ckpt["train_state"].pop("state"))
     assert res.exit_code == 1
     lines = [l for l in res.output.strip().splitlines() if "error" in l]
     assert len(lines) == 1 and "not a resumable training checkpoint" in lines[0] and "checkpoint_last.pt" in lines[0]
@@ -339,18 +344,7 @@ def test_weights_of_another_version_of_the_model_are_one_line_naming_them(data_d
     """A checkpoint_last.pt whose weights do not fit the model its options build (written before an
     option gained weights, or edited) is refused naming the file and the weights, not with a
     load_state_dict traceback."""
-    from click.testing import CliRunner
-
-    from nmtkit.cli.train import command as train
-
-    save = tmp_path / "s"
-    args = [str(data_dir), "--arch", "luong_tiny", "--save-dir", str(save), "--batch-size", "2", "--max-epoch", "0",
-            "--no-progress", "--threads", "1"]
-    assert CliRunner().invoke(train, [*args, "--max-update", "1"]).exit_code == 0
-    ckpt = load_checkpoint(save / "checkpoint_last.pt")
-    del ckpt["model"]["encoder.embed.weight"]
-    save_checkpoint(save / "checkpoint_last.pt", {k: v for k, v in ckpt.items() if k not in ("format", "version", "nmtkit_version")})
-    res = CliRunner().invoke(train, [*args, "--max-update", "2"])
+    res = _resume_after_editing_the_checkpoint(data_dir, tmp_path, lambda ckpt: ckpt["model"].pop("encoder.embed.weight"))
     assert res.exit_code == 1 and "Traceback" not in res.output
     lines = [l for l in res.output.strip().splitlines() if "error" in l]
     assert len(lines) == 1 and "checkpoint_last.pt" in lines[0] and "missing encoder.embed.weight" in lines[0], lines

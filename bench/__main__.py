@@ -57,7 +57,8 @@ SUITES: dict[str, dict] = {
     ]},
     # the Transformers (nmtkit transformer_tiny; fairseq's and OpenNMT-py's at the same shape, each with its recipe),
     # 2 seeds x 1 h: 3 waves of 2 runs side by side (finished runs are kept, so it may span sessions); a WORK of its
-    # own since the Xavier fix of fc22460 (/root/qph-transformer holds the runs trained before it)
+    # own since the Xavier fix of fc22460 (/root/qph-transformer holds the runs trained before it); the waves are
+    # nmtkit beside fairseq (seed 1, then seed 2), then OpenNMT-py's two seeds
     "transformer-per-hour": {"work": "/root/qph-transformer3", "steps": [
         ("quality_per_hour", ["--systems", "nmtkit-transformer", "fairseq-transformer", "opennmt-transformer",
                               "--seeds", "1", "2", "--hours", "1"]),

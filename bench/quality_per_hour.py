@@ -142,6 +142,16 @@ def run_name(system: str, seed: int) -> str:
     return system if seed == 1 else f"{system}.seed{seed}"
 
 
+def training_runs(systems: list[str], seeds: list[int], n_cores: int) -> list[str]:
+    """The runs in the order they train, ``n_cores`` at a time: the systems go side by side in groups
+    of ``n_cores``, and each group trains all its seeds before the next starts.  Why: a session that
+    ends part-way (``--deadline``) then leaves the first systems complete for every seed, and a
+    system's seeds meet the same neighbours (3 systems on 2 cores: nmtkit beside fairseq for both
+    seeds, then OpenNMT-py's two seeds side by side)."""
+    groups = [systems[i:i + n_cores] for i in range(0, len(systems), n_cores)]
+    return [run_name(s, seed) for group in groups for seed in seeds for s in group]
+
+
 def system_of(run: str) -> str:
     return run.split("/")[-1].split(".seed")[0].split(".tune")[0]
 
@@ -901,8 +911,8 @@ def main() -> None:
     check_setup(args, args.systems, dest, txt)
     if args.phase == "tune":
         return tune(args, dest, txt, work)
-    runs = [run_name(s, seed) for seed in args.seeds for s in args.systems]
     cores = usable_cores()
+    runs = training_runs(args.systems, args.seeds, len(cores))
     for wave in [runs[i:i + len(cores)] for i in range(0, len(runs), len(cores))]:  # run k of a wave on usable core k
         if args.phase == "train":
             bl.stop_before_deadline(args.deadline, wave_seconds(work, wave, args.hours), f"the wave {', '.join(wave)}")

@@ -257,6 +257,17 @@ def test_an_interrupted_run_starts_again_and_a_finished_one_is_kept(tmp_path):
     assert qph.runs_in(tmp_path) == ["opennmt"]  # the set-aside run is not a run of the report
 
 
+def test_each_group_of_side_by_side_systems_trains_all_its_seeds_before_the_next():
+    import quality_per_hour as qph
+
+    runs = qph.training_runs(["nmtkit-transformer", "fairseq-transformer", "opennmt-transformer"], [1, 2], 2)
+    waves = [runs[i:i + 2] for i in range(0, len(runs), 2)]
+    assert waves == [["nmtkit-transformer", "fairseq-transformer"],
+                     ["nmtkit-transformer.seed2", "fairseq-transformer.seed2"],
+                     ["opennmt-transformer", "opennmt-transformer.seed2"]]
+    assert qph.training_runs(["a", "b"], [1, 2], 1) == ["a", "a.seed2", "b", "b.seed2"]
+
+
 def test_a_wave_that_would_outlast_the_deadline_is_not_started(tmp_path, capsys):
     import time
 

@@ -154,8 +154,8 @@ def check_posterior_options(model: EnsembleModel, posterior: bool, align_shift: 
     if not posterior:
         return
     if not model.has_posterior:
-        raise NmtkitError(f"{', '.join(model.names)}: the attention posterior (--posterior) is computed by "
-                          "rnnsearch and luong models with attention only")
+        raise NmtkitError(f"--posterior: no attention posterior in {model.no_posterior_reason()} (rnnsearch and "
+                          "luong models with attention compute one)")
     if align_shift:
         raise NmtkitError("--posterior reads each target word's own posterior: use it with --align-shift 0")
 

@@ -99,6 +99,11 @@ class EnsembleModel(nn.Module):
     def has_posterior(self) -> bool:
         return all(getattr(m, "has_posterior", False) for m in self.members)
 
+    def no_posterior_reason(self) -> str:
+        """Why the members without an attention posterior have none (for a one-line refusal)."""
+        return "; ".join(f"{name}: {m.no_posterior_reason}" for name, m in zip(self.names, self.members)
+                         if not m.has_posterior)
+
     @property
     def shares_encoder_rows(self) -> bool:
         """Every member decodes ``g`` rows per encoded sentence (beam search keeps one encoder copy)."""
@@ -181,8 +186,7 @@ class EnsembleModel(nn.Module):
         attention posterior (:meth:`Seq2SeqModel.forward_with_posterior`), averaged.
         ``need_attention=False``: only the log-probabilities are read (see :meth:`Seq2SeqModel.forward`)."""
         if posterior_targets is not None and not self.has_posterior:
-            raise NmtkitError(f"{', '.join(self.names)}: only models with has_posterior (rnnsearch, "
-                              "luong with attention) compute an attention posterior")
+            raise NmtkitError(f"no attention posterior: {self.no_posterior_reason()}")
         lps, attns = [], []
         for m in self.members:
             if posterior_targets is not None:

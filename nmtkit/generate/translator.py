@@ -323,5 +323,5 @@ def check_unk_posterior(model: EnsembleModel, unk_posterior: bool, replace_unk: 
     if not replace_unk:
         raise NmtkitError("--unk-posterior chooses the source word of --replace-unk: give --replace-unk too")
     if not model.has_posterior:
-        raise NmtkitError(f"{', '.join(model.names)}: --unk-posterior needs a model that computes an attention "
-                          "posterior (rnnsearch, luong with attention)")
+        raise NmtkitError(f"--unk-posterior: no attention posterior in {model.no_posterior_reason()} (rnnsearch and "
+                          "luong models with attention compute one)")

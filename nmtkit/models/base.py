@@ -90,6 +90,10 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     has_attention_layers: ClassVar[bool] = False
     #: True when :meth:`forward_with_posterior` is implemented (see nmtkit.models.posterior).
     has_posterior: bool = False
+    #: Why a model without ``has_posterior`` has none, for the one-line refusal of ``--posterior``
+    #: and ``--unk-posterior``: the posterior needs an output computed from one attention context,
+    #: which can be replaced by a single source word's annotation.
+    no_posterior_reason: str = "its output is not read from one attention context"
     #: True when some parameters learn only from the guided-alignment loss (RNNsearch's
     #: ``alignment_head``): training refuses to run without that loss.
     needs_guided_alignment: bool = False
@@ -157,7 +161,7 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         a model with an alignment head (which ``forward`` reports instead)."""
         from nmtkit.errors import NmtkitError  # an optional capability: a refusal, not a missing method
 
-        raise NmtkitError(f"{self.model_name} does not compute an attention posterior (has_posterior is False)")
+        raise NmtkitError(f"{self.model_name} computes no attention posterior: {self.no_posterior_reason}")
 
     def max_target_len(self) -> Optional[int]:
         """The largest output bound the decoder can take (the search's ``max_len``: its step

@@ -133,6 +133,8 @@ class LuongModel(Seq2SeqModel):
         super().__init__(cfg, src_dict, tgt_dict)
         self.has_attention = cfg.attention != "none"
         self.has_posterior = self.has_attention
+        if not self.has_attention:
+            self.no_posterior_reason = "it has no attention (--attention none)"
         self.input_feeding = cfg.input_feeding
         self.feedback_layers = ("W_c",) if self.input_feeding else ()  # h~_t is the next step's input
         h = cfg.hidden_size

@@ -74,6 +74,7 @@ class RNNEncDecModel(Seq2SeqModel):
     Config = RNNEncDecConfig
     has_attention = False
     shares_encoder_rows = True
+    no_posterior_reason = "it has no attention"
 
     def __init__(self, cfg: RNNEncDecConfig, src_dict, tgt_dict) -> None:  # noqa: ANN001
         super().__init__(cfg, src_dict, tgt_dict)

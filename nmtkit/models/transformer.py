@@ -210,6 +210,8 @@ class TransformerModel(Seq2SeqModel):
     Config = TransformerConfig
     shares_encoder_rows = True
     has_attention_layers = True
+    no_posterior_reason = ("its output mixes every decoder layer's attention heads over the source, so there is no "
+                           "one context to replace by a single source word, which the posterior needs")
     #: The decoder state grows by one key and value per step: the fixed-shape search of
     #: ``--cuda-graphs`` (fixed-size state buffers) does not apply, nor does the training step
     #: loop's graphs (there is no step loop).

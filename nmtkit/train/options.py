@@ -47,7 +47,10 @@ class TrainOptions:
     arch: str = "luong_tiny"
     max_tokens: Optional[int] = 4000
     batch_size: Optional[int] = None
-    max_epoch: int = option(10, "Stop after this many epochs (0: no limit).", lo=0)
+    #: Unset (None on the command line): 10, or no limit when --max-update or --stop-time-hours sets
+    #: the run's length (:func:`default_max_epoch`).
+    max_epoch: int = option(10, "[10; no limit with --max-update or --stop-time-hours] Stop after this many epochs "
+                            "(0: no limit).", lo=0, preset=True)
     max_update: int = option(0, "Stop after this many updates (0: no limit).", lo=0)
     stop_time_hours: float = option(
         0.0, "Stop (writing checkpoint_last.pt) after this much wall time of training, validation included, in all "
@@ -188,6 +191,14 @@ PRESET_TRAIN_OPTIONS = ("optimizer", "lr", "lr_schedule", "halve_after", "clip_n
 OPTIMIZER_BOUND_OPTIONS = ("lr", "lr_schedule", "halve_after", "warmup_updates", "adam_betas")
 
 
+def default_max_epoch(max_update: int, stop_time_hours: float) -> int:
+    """--max-epoch when it is not given: no limit (0) when --max-update or --stop-time-hours says how
+    long the run is, else 10.  Why: ``--max-update 8000`` on Multi30k stopped silently at epoch 10,
+    after about 600 updates, in a newcomer's Transformer run; fairseq and OpenNMT-py stop at the
+    update count they are given."""
+    return 0 if max_update > 0 or stop_time_hours > 0 else TrainOptions.max_epoch
+
+
 def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
     """Command-line values -> :class:`TrainOptions`.  Options left unset (None) among
     :data:`PRESET_TRAIN_OPTIONS` take the preset's training default (the papers' optimiser,
@@ -195,6 +206,8 @@ def resolve_train_options(data: str, given: dict[str, Any]) -> TrainOptions:
     from nmtkit.models import registry
 
     values = dict(given)
+    if values.get("max_epoch") is None:
+        values["max_epoch"] = default_max_epoch(values.get("max_update") or 0, values.get("stop_time_hours") or 0.0)
     preset = registry.train_defaults(values.get("arch") or TrainOptions.arch)
     if values.get("optimizer") is not None and values["optimizer"] != preset.get("optimizer", values["optimizer"]):
         # the preset's lr and schedule belong to its optimiser (SGD's lr 1.0 would wreck Adam)

@@ -147,7 +147,8 @@ def test_align_posterior_cli_writes_one_link_per_target_word(tmp_path, pair_file
 
 
 @pytest.mark.parametrize("arch, extra, message", [
-    ("rnnencdec_tiny", [], "computed by rnnsearch and luong models with attention only"),
+    ("rnnencdec_tiny", [], "m.pt: it has no attention (rnnsearch and luong models with attention compute one)"),
+    ("transformer_test", [], "no one context to replace by a single source word"),
     ("rnnsearch_tiny", ["--align-shift", "1"], "use it with --align-shift 0"),
 ])
 def test_align_posterior_refusals_are_one_line(tmp_path, pair_files, arch, extra, message):
@@ -217,6 +218,7 @@ def test_unk_posterior_copies_the_source_word_with_the_highest_posterior(tmp_pat
     ("rnnsearch_tiny", ["--unk-posterior"], "give --replace-unk too"),
     ("rnnencdec_tiny", ["--replace-unk", "--unk-posterior"], "needs attention"),
     ("luong_tiny", ["--replace-unk", "--unk-posterior", "--quantize", "int8", "--device", "cpu"], "not with --quantize"),
+    ("transformer_test", ["--replace-unk", "--unk-posterior"], "its output mixes every decoder layer's attention heads"),
 ])
 def test_unk_posterior_refusals_are_one_line(tmp_path, arch, extra, message):
     from nmtkit.cli.translate import command as translate
@@ -228,11 +230,15 @@ def test_unk_posterior_refusals_are_one_line(tmp_path, arch, extra, message):
     assert msg.startswith("nmtkit-translate: error: ") and "\n" not in msg and message in msg, msg
 
 
-@pytest.mark.parametrize("arch, overrides", [("rnnencdec_tiny", {}), ("luong_tiny", {"attention": "none", "input_feeding": False})])
-def test_models_without_a_posterior_refuse_with_an_nmtkit_error(arch, overrides):
+@pytest.mark.parametrize("arch, overrides, why", [
+    ("rnnencdec_tiny", {}, "computes no attention posterior: it has no attention"),
+    ("luong_tiny", {"attention": "none", "input_feeding": False}, r"without attention \(--attention none\) has no attention posterior"),
+    ("transformer_test", {}, "computes no attention posterior: its output mixes every decoder layer's attention heads"),
+])
+def test_models_without_a_posterior_refuse_with_an_nmtkit_error(arch, overrides, why):
     from nmtkit.errors import NmtkitError
 
     model = build(arch, **overrides)
     assert not model.has_posterior
-    with pytest.raises(NmtkitError, match="attention posterior"):
+    with pytest.raises(NmtkitError, match=why):
         model.forward_with_posterior(SRC, SLEN, PREV, next_tokens(PREV))

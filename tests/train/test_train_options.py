@@ -202,6 +202,19 @@ def test_bahdanau_presets_bring_their_training_defaults(tmp_path):
         resolve_train_options(str(tmp_path), {"arch": "luong_tiny", "best_checkpoint_metric": "bleu"})
 
 
+def test_a_run_length_in_updates_or_hours_lifts_the_default_epoch_limit(tmp_path):
+    # --max-update 8000 alone stopped at the default 10 epochs (about 600 Transformer updates on Multi30k)
+    def max_epoch(**given) -> int:
+        return resolve_train_options(str(tmp_path), {"arch": "transformer_tiny", **given}).max_epoch
+
+    assert max_epoch() == 10
+    assert max_epoch(max_update=8000) == 0 and max_epoch(stop_time_hours=2.0) == 0
+    assert max_epoch(max_update=8000, max_epoch=3) == 3 and max_epoch(max_epoch=0) == 0
+    assert max_epoch(max_update=0, stop_time_hours=0.0, max_epoch=None) == 10
+    option = next(p for p in train.params if p.name == "max_epoch")
+    assert option.default is None and "no limit with --max-update or --stop-time-hours" in option.help
+
+
 def test_preset_training_defaults_reach_the_checkpoint_unless_overridden(data_dir, tmp_path):
     small = ["--embed-dim", "8", "--hidden-size", "8", "--attention-dim", "8", "--maxout-size", "4",
              "--batch-size", "6", "--max-update", "1", "--max-epoch", "0"]

@@ -96,10 +96,8 @@ class ModelBundle:
             model.choose_alignment(o.alignment_layer, o.alignment_heads)
         quantize_ensemble(model, quantize, dev)
         src_pipe, tgt_pipe = pipelines_from_checkpoint(ckpts[0])
-        if cuda_graphs and "search" not in model.cuda_graph_support:
-            names = ", ".join(sorted({m.model_name for m in model.members if "search" not in m.cuda_graph_support}))
-            raise NmtkitError(f"--cuda-graphs: the fixed-shape search needs a decoder state of fixed size, which {names} "
-                              "does not have (its state grows every step); translate without --cuda-graphs")
+        if cuda_graphs:
+            check_graphed_search(model)
         bundle = cls(model, src_pipe, tgt_pipe, dev, items, ckpts, amp_dtype, quantize, o.batch_size, o.max_tokens,
                      choose_searcher(cuda_graphs))
         if o.data is not None:
@@ -191,3 +189,13 @@ class ModelBundle:
         budget = max_tokens if max_tokens is not None else self.max_tokens
         return make_batches(src, tgt, max_tokens=budget or None, batch_size=batch_size or self.batch_size,
                             shuffle=False, sort_by=sort_by)
+
+
+def check_graphed_search(model: EnsembleModel) -> None:
+    """``--cuda-graphs`` translates in fixed shapes: a one-line refusal for members whose decoder
+    state grows every step (a Transformer's key/value cache)."""
+    if "search" in model.cuda_graph_support:
+        return
+    names = ", ".join(sorted({m.model_name for m in model.members if "search" not in m.cuda_graph_support}))
+    raise NmtkitError(f"--cuda-graphs: the fixed-shape search needs a decoder state of fixed size, which {names} "
+                      "does not have (its state grows every step); translate without --cuda-graphs")

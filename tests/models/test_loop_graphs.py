@@ -129,6 +129,27 @@ def test_cuda_graphs_need_cuda(data_dir, tmp_path) -> None:
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
+def test_a_transformer_is_refused_cuda_graphs_in_one_line_for_training_and_translation(data_dir, tmp_path) -> None:
+    # it has no step loop to replay, and its key/value cache grows every step (no fixed-shape search);
+    # the checks come after the device's, so they are called here as on a CUDA device
+    from nmtkit.errors import NmtkitError
+    from nmtkit.generate.bundle import check_graphed_search
+    from nmtkit.generate.ensemble import EnsembleModel
+    from nmtkit.train.options import resolve_train_options
+    from nmtkit.train.run import _use_cuda_graphs
+
+    transformer, luong = tiny_model("transformer_test"), tiny_model("luong_tiny")
+    opt = resolve_train_options(str(data_dir), {"arch": "transformer_test", "cuda_graphs": True,
+                                                "save_dir": str(tmp_path / "ck")})
+    with pytest.raises(NmtkitError, match=r"transformer_test \(transformer\) has none \(it trains all target positions"):
+        _use_cuda_graphs(opt, transformer, "transformer", torch.device("cuda"))
+    for members in ([transformer], [luong, transformer]):
+        with pytest.raises(NmtkitError, match=r"which transformer does not have \(its state grows every step\)") as refusal:
+            check_graphed_search(EnsembleModel(members))
+        assert "\n" not in str(refusal.value)
+    check_graphed_search(EnsembleModel([luong]))  # a recurrent model's state is of fixed size
+
+
 def _cuda_batch(seed: int, n: int, vocab: int = 40):
     return tuple(t.cuda() for t in _batch(seed, n=n, vocab=vocab))
 

@@ -112,13 +112,29 @@ def test_only_the_models_import_the_architectures(module):
     assert _violations("", f"nmtkit.models.{module}", exempt=("nmtkit/models/",)) == []
 
 
-def _architecture_tests(path: Path, names: set[str]) -> list[str]:
-    """``x == "luong"``, ``arch in ("transformer_base", ...)``, ``isinstance(m, TransformerModel)``
-    and the like in ``path``: code that asks which architecture it holds."""
+def _strings(node: ast.AST) -> list[str]:
+    return [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+
+
+def _architecture_tests(path: Path, names: set[str], own_attributes: frozenset[str] = frozenset()) -> list[str]:
+    """``x == "luong"``, ``arch in ("transformer_base", ...)``, ``name.startswith("transformer")``,
+    ``isinstance(m, TransformerModel)``, ``hasattr(m, "W_c")`` (an attribute only some models have,
+    ``own_attributes``) and the like in ``path``: code that asks which architecture it holds."""
     found = []
     tree = ast.parse(path.read_text(encoding="utf-8"))
     classes = {"LuongModel", "RNNSearchModel", "RNNEncDecModel", "TransformerModel"}
     for node in ast.walk(tree):
+        func = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+        called = getattr(func, "attr", "") or getattr(func, "id", "")
+        if called in ("startswith", "endswith") and node.args:
+            ends = _strings(node.args[0])
+            hit = [e for e in ends if any(n.startswith(e) if called == "startswith" else n.endswith(e) for n in names)]
+            if hit:
+                found.append(f"{path.name}:{node.lineno} {called}({hit[0]!r}) matches a model or preset name")
+        elif called in ("hasattr", "getattr") and len(node.args) >= 2:
+            hit = [a for a in _strings(node.args[1]) if a in own_attributes]
+            if hit:
+                found.append(f"{path.name}:{node.lineno} {called} probes {hit[0]!r}, which only some models have")
         if isinstance(node, ast.Compare):
             consts = [c for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
             hit = [c.value for c in consts if c.value in names]
@@ -139,14 +155,34 @@ def test_generation_training_and_the_cli_never_ask_which_architecture_they_hold(
 
     names = set(registry.REGISTRY.archs) | set(registry.REGISTRY.models)
     assert {"luong", "transformer", "transformer_tiny", "luong_tiny"} <= names
+    own = _attributes_of_some_models()
+    assert {"W_c", "match_rnn"} & own and "decode_step" not in own  # what it looks for, and not the interface
     found = [f"{where}/{f}" for where in ("generate", "train", "cli") for p in sorted((PKG / where).rglob("*.py"))
-             for f in _architecture_tests(p, names)]
+             for f in _architecture_tests(p, names, own)]
     assert found == []
+
+
+def _attributes_of_some_models() -> frozenset[str]:
+    """Attribute, submodule and parameter names that some registered models have and others lack
+    (a model of each, with the preset's options and the optional parts turned on where the tests
+    know them); the base class's interface is excluded."""
+    from nmtkit.models.base import Seq2SeqModel
+    from tests.helpers import tiny_model
+
+    models = [tiny_model("luong_tiny"), tiny_model("luong_tiny", encoder_self_attention=True), tiny_model("rnnsearch_tiny"),
+              tiny_model("rnnencdec_tiny"), tiny_model("transformer_test")]
+    each = [set(dir(m)) | {n.split(".")[-1] for n, _ in m.named_modules() if n} | {n.split(".")[-1] for n, _ in m.named_parameters()}
+            for m in models]
+    return frozenset(set.union(*each) - set.intersection(*each) - set(dir(Seq2SeqModel)))
 
 
 def test_the_architecture_check_can_fail(tmp_path):
     bad = tmp_path / "m.py"
     bad.write_text("def f(m, arch):\n    if arch == 'transformer_base':\n        pass\n"
+                   "    if arch.startswith('transformer') or hasattr(m, 'W_c') or getattr(m, 'match_rnn', None):\n        pass\n"
                    "    return isinstance(m, TransformerModel) or m.model_name in ('luong', 'x')\n")
-    found = _architecture_tests(bad, {"transformer_base", "luong"})
-    assert len(found) == 3, found
+    found = _architecture_tests(bad, {"transformer_base", "luong"}, frozenset({"W_c", "match_rnn"}))
+    assert len(found) == 6, found
+    fine = tmp_path / "ok.py"
+    fine.write_text("def g(m, path):\n    return path.endswith('.pt') and getattr(m, 'has_posterior', False)\n")
+    assert _architecture_tests(fine, {"transformer_base", "luong"}, frozenset({"W_c"})) == []

@@ -101,13 +101,23 @@ def test_attention_check_can_fail() -> None:
     assert not torch.allclose(F.scaled_dot_product_attention(q * 2, k, v, attn_mask=mask), want, atol=1e-4)
 
 
-def test_sinusoids_follow_section_3_5() -> None:
-    pe = sinusoids(torch.arange(50), 16)
-    half = 8
-    i = torch.arange(half)
-    freq = torch.exp(-math.log(10000.0) * i / (half - 1))
-    torch.testing.assert_close(pe[7, :half], torch.sin(7 * freq))
-    torch.testing.assert_close(pe[7, half:], torch.cos(7 * freq))
+def test_sinusoids_are_section_3_5s_geometric_wavelengths_from_2pi_to_10000_2pi() -> None:
+    """Section 3.5's prose: each channel pair is a sin and a cos of one wavelength, and the
+    wavelengths form a geometric progression from 2π to 10000·2π.  Its formula, 10000^(2i/d), stops
+    one step short of 10000·2π; the code takes the prose's end points, as tensor2tensor (the
+    authors' code) and fairseq do, with sin on the first half of the channels and cos on the
+    second.  Written out per channel with scalar math, independently of the code's vector form."""
+    dim, half = 16, 8
+    pe = sinusoids(torch.arange(50), dim)
+    wavelengths = [2 * math.pi * 10000.0 ** (c / (half - 1)) for c in range(half)]
+    assert math.isclose(wavelengths[0], 2 * math.pi) and math.isclose(wavelengths[-1], 10000 * 2 * math.pi)
+    ratios = {round(b / a, 9) for a, b in zip(wavelengths, wavelengths[1:])}
+    assert len(ratios) == 1  # geometric
+    for pos in (0, 1, 7, 49):
+        for c in range(half):
+            assert math.isclose(pe[pos, c].item(), math.sin(2 * math.pi * pos / wavelengths[c]), abs_tol=1e-5)
+            assert math.isclose(pe[pos, half + c].item(), math.cos(2 * math.pi * pos / wavelengths[c]), abs_tol=1e-5)
+    assert sinusoids(torch.arange(3), 7).shape == (3, 7) and sinusoids(torch.arange(3), 7)[:, -1].abs().sum() == 0
 
 
 @pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()) or "default")

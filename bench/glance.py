@@ -49,7 +49,7 @@ def decode_rows(records: list[dict]) -> Iterable[list[str]]:
                      and r.get("threads") == threads and "sent_s" in r and "peer" not in r]
             if found:
                 r = found[-1]
-                yield [f"translate test2016 beam 5, {threads} thread(s), recipe model{' ' + r['arch'] if r.get('arch') else ''}, {system[7:]}",
+                yield [f"translate test2016 beam 5, {threads} thread(s), recipe model {r.get('arch') or '(arch not recorded)'}, {system[7:]}",
                        f"{r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net of start-up), BLEU {r['bleu']:.2f}",
                        f"float32 BLEU {r['bleu_fp32']:.2f}" if r.get("bleu_fp32") is not None else "", "", *stamp(r)]
 

@@ -86,7 +86,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f")), ("share of peak", _share)]),
     ("translate_speed", "Translation speed (CPU): test2016, beam 5, sentences/s of the whole command (net of start-up)",
      ("system", "peer", "comparison", "threads", "model"),
-     [("nmtkit path", lambda r: r.get("system")), ("models", lambda r: (r.get("model") or r.get("arch") or "recipe model")
+     [("nmtkit path", lambda r: r.get("system")), ("models", lambda r: (r.get("model") or r.get("arch") or "recipe model (arch not recorded)")
                                                     + (f" / {r['peer_model']}" if r.get("peer_model") not in (None, r.get("model")) else "")),
       ("threads", lambda r: r.get("threads")),
       ("sent/s (net)", lambda r: _with_net(r.get("sent_s", r.get("nmtkit_sent_s")), r.get("sent_s_net"))),

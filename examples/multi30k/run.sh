@@ -28,7 +28,8 @@ HOURS=${HOURS:-2}          # wall-clock training budget of one model
 THREADS=${THREADS:-1}      # one core per model: two seeds train side by side on 2 cores
 AMP=${AMP:-auto}           # training precision (--amp): bf16 on a CPU with AVX512_BF16/AMX (docs/guide/training.md)
 ARCH=${ARCH:-transformer_tiny}  # a Transformer preset (transformer_tiny, transformer_m30k) or luong_m30k; the default
-                                # is the best on test2016 in bench/RESULTS.md ("Recipe quality"), chosen on valid
+                                # scores highest of the recipe's models (bench/RESULTS.md, "Recipe quality"); among
+                                # the Transformer set-ups it was chosen on valid ("Recipe set-ups compared on valid")
 # Transformers: Wu et al. (2021)'s recipe, chosen on valid against 16,000 single batches (bench/RESULTS.md,
 # "Recipe set-ups compared on valid"): 8000 updates of 2 x 4096 tokens, the last 10 epochs averaged
 case "$ARCH" in transformer*) DEFAULT_AVG=10 ;; *) DEFAULT_AVG=3 ;; esac

@@ -37,7 +37,7 @@ def test_new_lr_and_limits_are_applied_and_announced(data_dir, tmp_path):
     res = run_train(data_dir, save, "--lr", "0.0005", "--max-epoch", "2", "--log-interval", "7")
     assert res.exit_code == 0, res.output
     assert "lr 0.001 -> 0.0005 (from --lr)" in res.output
-    assert "max_epoch 10 -> 2 (from --max-epoch)" in res.output
+    assert "max_epoch 0 -> 2 (from --max-epoch)" in res.output  # --max-update alone left epochs unlimited
     assert "log_interval 50 -> 7 (from --log-interval)" in res.output
     ckpt = load_checkpoint(save / "checkpoint_last.pt")
     assert ckpt["train_state"]["optimizer"]["param_groups"][0]["lr"] == 0.0005

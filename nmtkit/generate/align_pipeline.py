@@ -154,8 +154,7 @@ def check_posterior_options(model: EnsembleModel, posterior: bool, align_shift: 
     if not posterior:
         return
     if not model.has_posterior:
-        raise NmtkitError(f"--posterior: no attention posterior in {model.no_posterior_reason()} (rnnsearch and "
-                          "luong models with attention compute one)")
+        raise model.no_posterior_error("--posterior")
     if align_shift:
         raise NmtkitError("--posterior reads each target word's own posterior: use it with --align-shift 0")
 

@@ -99,10 +99,11 @@ class EnsembleModel(nn.Module):
     def has_posterior(self) -> bool:
         return all(getattr(m, "has_posterior", False) for m in self.members)
 
-    def no_posterior_reason(self) -> str:
-        """Why the members without an attention posterior have none (for a one-line refusal)."""
-        return "; ".join(f"{name}: {m.no_posterior_reason}" for name, m in zip(self.names, self.members)
-                         if not m.has_posterior)
+    def no_posterior_error(self, what: str) -> NmtkitError:
+        """The one-line refusal of ``what`` (an option needing the attention posterior): why each
+        member without one has none."""
+        why = "; ".join(f"{name}: {m.no_posterior_reason}" for name, m in zip(self.names, self.members) if not m.has_posterior)
+        return NmtkitError(f"{what}: no attention posterior in {why} (rnnsearch and luong models with attention compute one)")
 
     @property
     def shares_encoder_rows(self) -> bool:
@@ -186,7 +187,7 @@ class EnsembleModel(nn.Module):
         attention posterior (:meth:`Seq2SeqModel.forward_with_posterior`), averaged.
         ``need_attention=False``: only the log-probabilities are read (see :meth:`Seq2SeqModel.forward`)."""
         if posterior_targets is not None and not self.has_posterior:
-            raise NmtkitError(f"no attention posterior: {self.no_posterior_reason()}")
+            raise self.no_posterior_error("the attention posterior")
         lps, attns = [], []
         for m in self.members:
             if posterior_targets is not None:

@@ -323,5 +323,4 @@ def check_unk_posterior(model: EnsembleModel, unk_posterior: bool, replace_unk: 
     if not replace_unk:
         raise NmtkitError("--unk-posterior chooses the source word of --replace-unk: give --replace-unk too")
     if not model.has_posterior:
-        raise NmtkitError(f"--unk-posterior: no attention posterior in {model.no_posterior_reason()} (rnnsearch and "
-                          "luong models with attention compute one)")
+        raise model.no_posterior_error("--unk-posterior")

@@ -74,6 +74,14 @@ SUITES: dict[str, dict] = {
         ("shortlist_valid", []),
         ("translate_speed", ["--threads", "1", "2", "--repeat", "3"]),
     ]},
+    # the recurrent translation-speed pair within one session (the full suite above needs the ~10 h
+    # quality-per-hour run on the same host): nmtkit-fp32 and OpenNMT-py at luong_m30k's size, trained
+    # side by side (one core each) for the same half hour, then timed alone; records say 0.5 h each
+    "translate-speed-session": {"work": "/root/qph-tspeed", "steps": [
+        ("quality_per_hour", ["--systems", "nmtkit-fp32", "opennmt", "--seeds", "1", "--hours", "0.5"]),
+        ("shortlist_valid", []),
+        ("translate_speed", ["--threads", "1", "--repeat", "3"]),
+    ]},
     "score-memory": {"steps": [("score_memory", [])]},
     # the configuration of the recorded AER runs: all 310,661 pairs, rnnsearch_small both directions,
     # 6 rounds of 20 minutes, then 2 rounds of guided models (eflomal's links); steps are cached in WORK

@@ -76,6 +76,18 @@ def _share(r: dict) -> str:
     return "n/a" if probed else "n/a (no probe)"
 
 
+def _translate_models(r: dict) -> str:
+    """The two models of a translation-speed row, and how long each trained where that is recorded
+    (quality differs with training time, so speed rows are like for like only at equal hours)."""
+    names = (r.get("model") or r.get("arch") or "recipe model (arch not recorded)") + (
+        f" / {r['peer_model']}" if r.get("peer_model") not in (None, r.get("model")) else "")
+    hours = [h for h in (r.get("train_hours"), r.get("peer_train_hours")) if h is not None]
+    if not hours:
+        return names
+    return names + (f" ({_f(hours[0], 'g')} h each)" if len(set(hours)) == 1 else
+                    " (" + " / ".join(f"{_f(h, 'g')} h" for h in hours) + ")")
+
+
 SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
     ("train_speed", "Training speed (CPU): target tokens/s after update 50",
      ("system", "arch", "threads", "batch", "peer"),
@@ -86,8 +98,7 @@ SECTIONS: list[tuple[str, str, tuple[str, ...], list[Column]]] = [
       ("ratio", lambda r: _f(r.get("ratio", r.get("ratio_vs_opennmt")), ".2f")), ("share of peak", _share)]),
     ("translate_speed", "Translation speed (CPU): test2016, beam 5, sentences/s of the whole command (net of start-up)",
      ("system", "peer", "comparison", "threads", "model"),
-     [("nmtkit path", lambda r: r.get("system")), ("models", lambda r: (r.get("model") or r.get("arch") or "recipe model (arch not recorded)")
-                                                    + (f" / {r['peer_model']}" if r.get("peer_model") not in (None, r.get("model")) else "")),
+     [("nmtkit path", lambda r: r.get("system")), ("models", _translate_models),
       ("threads", lambda r: r.get("threads")),
       ("sent/s (net)", lambda r: _with_net(r.get("sent_s", r.get("nmtkit_sent_s")), r.get("sent_s_net"))),
       ("BLEU", lambda r: _f(r.get("bleu"), ".2f")), ("share of peak", _share),
@@ -178,6 +189,7 @@ REMEASURE = [
     ("train-speed", "python -m bench run train-speed --record"),
     ("quality-per-hour", "python -m bench run quality-per-hour --record      # hours: 2 seeds x 5 systems, 2 at a time"),
     ("translate-speed", "python -m bench run translate-speed --record       # after quality-per-hour, alone"),
+    ("translate-speed-session", "python -m bench run translate-speed-session --record  # ~1 h: nmtkit and OpenNMT-py 0.5 h each side by side, then timed alone"),
     ("transformer-per-hour", "python -m bench run transformer-per-hour --record  # 3 Transformers x 2 seeds x 1 h, 2 at a time"),
     ("transformer-translate-speed", "python -m bench run transformer-translate-speed --record  # after it, alone"),
     ("score-memory", "python -m bench run score-memory --record"),

@@ -205,7 +205,7 @@ def main() -> None:
     print(body)
     if args.record:
         bl.append_results(bl.section("Translation speed on the quality-per-hour models, test2016", bl.machine_info(), load_before,
-                                     load_after, f"models trained at {runs[nmtkit_run]['commit']}", body, cmds))
+                                     load_after, f"models trained {runs[nmtkit_run]['hours']} h each at {runs[nmtkit_run]['commit']}", body, cmds))
         bl.append_jsonl(records, {"bench": "translate_speed", "load": {"before": load_before, "after": load_after}})
 
 
@@ -258,6 +258,10 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict | None
                             "sent_s": round(a["sent_s"], 2), "sent_s_net": round(a["sent_s_net"], 2),
                             "peer_sent_s_net": round(b["sent_s_net"], 2), "bleu": a["bleu"], "peer_bleu": b["bleu"],
                             "chrf": a["chrf"], "peer_chrf": b["chrf"], "model": a["model"], "peer_model": b["model"],
+                            # how long each model trained (wall hours on one core): speeds of models that did
+                            # not train the same time are not like for like in quality
+                            "train_hours": runs.get(a["model"], {}).get("hours"),
+                            "peer_train_hours": runs.get(b["model"], {}).get("hours"),
                             **{k: a[k] for k in ("gflops_net", "share_of_peak") if k in a},
                             **{f"peer_{k}": b[k] for k in ("gflops_net", "share_of_peak") if k in b},
                             "measure": "sentences/s of the whole command, fastest of the repeats; net = minus a 1-sentence run",

@@ -135,11 +135,13 @@ def test_incremental_decoding_equals_the_teacher_forced_pass(opts: dict) -> None
 
 
 @pytest.mark.parametrize("opts", VARIANTS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()) or "default")
-def test_incremental_decoding_is_bit_exact_but_for_the_fused_kernels_rounding(opts: dict, monkeypatch) -> None:  # noqa: ANN001
+def test_incremental_decoding_matches_to_ulps_with_the_written_out_attention(opts: dict, monkeypatch) -> None:  # noqa: ANN001
     """The test above allows 1e-5: the fused attention kernel blocks one query differently from a
     sentence of them (a few ulps of float32).  With the written-out product in its place, the
-    incremental pass and the teacher-forced one are the same to the bit: the cache, the positions
-    and the masks add no error of their own."""
+    incremental pass and the teacher-forced one agree to a few ulps (rtol 1e-6), where an error of
+    the cache, the positions or the masks moves them by orders of magnitude more.  They are the
+    same to the bit where the BLAS computes a row alike whatever the number of rows (oneDNN on the
+    AMD hosts); MKL on an Intel Xeon (AVX-512, AMX) blocks them differently, about 3 ulps."""
     import nmtkit.models.multihead as multihead
 
     def written_out(q, k, v, mask, dropout_p, is_causal):  # noqa: ANN001, ANN202
@@ -153,8 +155,8 @@ def test_incremental_decoding_is_bit_exact_but_for_the_fused_kernels_rounding(op
     with torch.no_grad():
         logits, attn = model(src, lengths, prev)
         step_lp, step_attn = step_forward(model, src, lengths, prev)
-    assert torch.equal(torch.log_softmax(logits, -1), step_lp)
-    assert torch.equal(attn, step_attn)
+    torch.testing.assert_close(step_lp, torch.log_softmax(logits, -1), rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(step_attn, attn, rtol=1e-6, atol=1e-7)
 
 
 def test_several_steps_after_a_cache_stay_causal() -> None:

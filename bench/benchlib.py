@@ -120,10 +120,18 @@ def uncommitted_changes() -> list[str]:
     earlier run excepted) and untracked, not ignored files under nmtkit/ or bench/."""
     out = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=all"],
                          capture_output=True, text=True, check=True).stdout
+    return code_changes(out)
+
+
+def code_changes(porcelain: str) -> list[str]:
+    """The paths of ``git status --porcelain`` output that make a tree other than its commit: what
+    the scripts write (:data:`RECORD_FILES`, and the pictures ``bench/*.png`` a report draws from
+    its records, so that one suite's report does not refuse the next suite's ``--record`` in the
+    same clone) and untracked files outside :data:`CODE_DIRS` do not."""
     changed = []
-    for line in out.splitlines():
+    for line in porcelain.splitlines():
         status, path = line[:2], line[3:].split(" -> ")[-1]
-        if path in RECORD_FILES:
+        if path in RECORD_FILES or (path.startswith("bench/") and path.count("/") == 1 and path.endswith(".png")):
             continue
         if status == "??" and not path.startswith(CODE_DIRS):
             continue

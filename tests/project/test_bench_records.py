@@ -484,6 +484,14 @@ def test_every_suite_plans_and_record_refuses_a_dirty_tree(monkeypatch, capsys):
         main.refuse_record(smoke=True)
 
 
+def test_a_tree_with_only_records_and_report_pictures_changed_is_its_commit():
+    status = ("?? nmtkit/new_module.py\n M bench/quality_per_hour_transformer.png\n M bench/results.jsonl\n"
+              " M nmtkit/models/luong.py\n?? notes.txt\n M bench/RESULTS.md\n M bench/history/old.png\n"
+              "R  bench/a.py -> bench/b.py\n")
+    assert benchlib.code_changes(status) == ["nmtkit/new_module.py", "nmtkit/models/luong.py", "bench/history/old.png",
+                                             "bench/b.py"]
+
+
 def test_quality_per_hour_runs_and_the_same_tuning_grid_for_all(tmp_path):
     import quality_per_hour as qph
 

@@ -478,7 +478,7 @@ def average_last(args: argparse.Namespace, system: str, w: Path, n: int) -> Opti
             cmd = [peer_bin(args, "opennmt", "onmt_average_models"), "-models", *[p for _, p in epochs], "-output", out]
         else:
             cmd = [peer_bin(args, "fairseq", "python"), "-c", FAIRSEQ_AVERAGE, out, *[p for _, p in epochs]]
-        bl.run_cmd(cmd, out.with_suffix(".log"), quiet=True)
+        bl.run_cmd(cmd, out.with_suffix(".log"), quiet=True, env=bl.ONMT_ENV if toolkit(system) == "opennmt" else None)
     return f"avg{len(epochs)}", out, [label for label, _ in epochs]
 
 

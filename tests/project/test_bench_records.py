@@ -649,3 +649,23 @@ def test_aer_section_shows_one_symmetrization_per_extra_layer_reading():
             {**base, "alignment_layer": 3, "symmetrization": "grow-diag-final-and", "aer": 0.333}]
     text = report.render(recs, [])
     assert "| 0.111 |" in text and "| 0.333 |" in text and "| 0.222 |" not in text
+
+
+def test_every_opennmt_command_runs_with_its_torch_load_setting(tmp_path, monkeypatch):
+    """OpenNMT-py 3.5.1 loads checkpoints with torch.load's old default: each of its tools needs
+    ONMT_ENV under torch>=2.6 (its averaging failed without it after an hour of training)."""
+    import argparse
+
+    import quality_per_hour as qph
+
+    ck = tmp_path / "run" / "ckpt"
+    ck.mkdir(parents=True)
+    for step in (117, 234, 351):
+        (ck / f"model_step_{step}.pt").write_bytes(b"x")
+    seen = []
+    monkeypatch.setattr(benchlib, "run_cmd", lambda cmd, log=None, **kw: seen.append((cmd, kw.get("env") or {})))
+    label, _, epochs = qph.average_last(argparse.Namespace(peers=str(tmp_path / "peers")), "opennmt-transformer",
+                                        tmp_path / "run", 10)
+    assert label == "avg3" and epochs == ["117", "234", "351"]
+    (cmd, env), = seen
+    assert Path(cmd[0]).name == "onmt_average_models" and env == benchlib.ONMT_ENV

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
+from nmtkit.models.dropout import dropout
 from nmtkit.models.gemm import gru_cell, linear, lstm_cell
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
 
@@ -347,5 +348,5 @@ def rnn_step(rnn: Any, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tupl
         hs.append(h_l)
         inp = h_l
         if layer < rnn.num_layers - 1 and rnn.dropout > 0 and rnn.training:
-            inp = nn.functional.dropout(inp, rnn.dropout, training=True)
+            inp = dropout(inp, rnn.dropout, training=True)
     return inp, torch.stack(hs, dim=1), (torch.stack(cs, dim=1) if is_lstm else None)

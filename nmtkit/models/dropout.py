@@ -1,9 +1,11 @@
 """Dropout whose mask comes from 16-bit integers rather than torch's Bernoulli sampler, on CPU.
 
 Why: on CPU, ``torch.nn.functional.dropout`` draws its mask with ``bernoulli_`` one element at a
-time, several times slower than the rest of dropout, and a small Transformer's dropout touches
-every residual stream (``bench/profile_train.py`` shows its share).  One 64-bit draw of the same generator gives four uniform 16-bit integers, and comparing them with
-a threshold gives the mask: four elements per draw, then two vectorised passes.
+time, several times slower than the rest of dropout.  A small Transformer's dropout touches every
+residual stream, and a recurrent model draws masks at every decoder step (``bench/profile_train.py``
+shows the share); every model of nmtkit drops out through this module.  One 64-bit draw of the
+same generator gives four uniform 16-bit integers, and comparing them with a threshold gives the
+mask: four elements per draw, then two vectorised passes.
 
 The drop rate is ``p`` rounded to a multiple of 2^-16 (an error below 2^-17), and the kept values
 are scaled by the exact inverse of the realised keep rate, so the expectation of every output is

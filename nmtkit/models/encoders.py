@@ -1,11 +1,13 @@
 """The recurrent source encoder shared by all models: embeddings, optional source reversal,
 a cuDNN-able stacked ``nn.LSTM``/``nn.GRU`` over packed sequences (padding is never read).
 
-Where :mod:`nmtkit.models.gemm` computes float32 products by oneDNN (CPU), the same weights run
-as a step loop instead (:func:`masked_rnn`): ATen steps a packed CPU RNN with MKL products one
-time step at a time anyway (oneDNN's fused RNN takes no packed input), while the loop makes one
-oneDNN product per layer for the inputs of all steps and one per step for the recurrence, and
-keeps each sentence's state fixed past its length (so padding is never read either).
+For float32 on the CPU the same weights run as a step loop instead (:func:`masked_rnn`): ATen
+steps a packed CPU RNN one time step at a time anyway (oneDNN's fused RNN takes no packed
+input), and its backward pass zero-fills and adds a full ``[source tokens, 4H]`` gradient at every
+step (6-8 % of a ``luong_small`` update on an Intel Xeon).  The loop makes one product per layer
+for the inputs of all steps (by :mod:`nmtkit.models.gemm`'s oneDNN or MKL) and one per step for
+the recurrence, sums the recurrent weight's gradient once (:class:`~nmtkit.models.gemm.LoopWeight`),
+and keeps each sentence's state fixed past its length (so padding is never read either).
 
 Source reversal (Sutskever et al. 2014) reverses the real tokens of each sentence except the
 final ``</s>``, which stays last so the encoder always ends on the end-of-sentence marker;
@@ -24,6 +26,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models import gemm
 from nmtkit.models.common import lengths_to_mask
+from nmtkit.models.dropout import Dropout, dropout
 
 
 def reversal_index(lengths: Tensor, width: int) -> Tensor:
@@ -71,7 +74,7 @@ class RNNEncoder(nn.Module):
         self.reverse_source = reverse_source
         self.soft_match = soft_match
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         rnn_cls = nn.LSTM if cell == "lstm" else nn.GRU
         self.rnn = rnn_cls(
             2 * embed_dim if soft_match else embed_dim,
@@ -102,10 +105,10 @@ class RNNEncoder(nn.Module):
 
 def run_rnn(rnn: Any, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Optional[Tensor]]:
     """``rnn`` over the padded batch ``x`` ``[B, T, I]`` with ``lengths``: the step loop of
-    :func:`masked_rnn` where :mod:`~nmtkit.models.gemm` applies (or the module brings its own
-    products), else PyTorch's packed RNN -> (outputs ``[B, T, H * directions]``, zeros at
-    padding; ``h_n``; ``c_n`` or None for a GRU)."""
-    if type(rnn) in RNN_PRODUCTS or (type(rnn) in (nn.LSTM, nn.GRU) and gemm.applies(x, cast(Tensor, rnn.weight_ih_l0))):
+    :func:`masked_rnn` for float32 on the CPU (:func:`~nmtkit.models.gemm.cpu_float32`, or where
+    the module brings its own products), else PyTorch's packed RNN (cuDNN on a GPU) -> (outputs
+    ``[B, T, H * directions]``, zeros at padding; ``h_n``; ``c_n`` or None for a GRU)."""
+    if type(rnn) in RNN_PRODUCTS or (type(rnn) in (nn.LSTM, nn.GRU) and gemm.cpu_float32(x, cast(Tensor, rnn.weight_ih_l0))):
         return masked_rnn(rnn, x, lengths)
     packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
     out, hidden = rnn(packed)
@@ -164,7 +167,7 @@ def masked_rnn(rnn: Any, x: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Op
     inp, h_n, c_n = x, [], []
     for layer in range(rnn.num_layers):
         if layer and rnn.training and rnn.dropout > 0:
-            inp = nn.functional.dropout(inp, rnn.dropout, training=True)
+            inp = dropout(inp, rnn.dropout, training=True)
         outs = []
         for direction in range(2 if rnn.bidirectional else 1):
             input_product, recurrent = products(rnn, layer, direction)

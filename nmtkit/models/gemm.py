@@ -19,6 +19,10 @@ already runs in oneDNN), when oneDNN is missing, and on CPUs other than AMD's (a
 x86: on Intel CPUs MKL runs its own AVX-512 kernels, and on the one Intel host measured (a Xeon
 with AVX-512 and AMX, 2026-11-28) MKL was level with oneDNN for the output layer and translation
 and well ahead for the training gate products (oneDNN at 0.53-0.66x).
+
+What does not depend on the library is how step loops are arranged: :class:`LoopWeight` (one
+weight-gradient product per loop) and the encoders' step loop (:func:`cpu_float32`) apply to
+every float32 CPU product, whether oneDNN or MKL computes it.
 ``NMTKIT_ONEDNN=1`` or ``0`` in the environment forces the path on or off (A/B measurements).
 """
 from __future__ import annotations
@@ -70,12 +74,25 @@ def _onednn_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
 
 
-def applies(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
-    """Whether :func:`linear` computes ``x @ weight.T + bias`` by oneDNN (else ``F.linear``)."""
-    return (ENABLED and x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
+def cpu_float32(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
+    """Whether ``x @ weight.T + bias`` is a float32 product on the CPU outside autocast: where
+    :class:`LoopWeight` sums its steps' weight gradients and recurrent encoders run as the step
+    loop of :func:`nmtkit.models.encoders.masked_rnn`, whichever library computes the products."""
+    return (x.device.type == "cpu" and x.dtype == torch.float32 and weight.dtype == torch.float32
             and x.dim() >= 2 and weight.dim() == 2 and x.numel() > 0 and weight.numel() > 0
             and (bias is None or (bias.dtype == torch.float32 and bias.shape == weight.shape[:1]))
             and not torch.is_autocast_enabled("cpu"))
+
+
+def applies(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
+    """Whether :func:`linear` computes ``x @ weight.T + bias`` by oneDNN (else ``F.linear``)."""
+    return ENABLED and cpu_float32(x, weight, bias)
+
+
+def _product(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
+    """``x @ weight.T + bias`` of dense float32 CPU operands, by oneDNN where :data:`ENABLED`,
+    else by ATen (MKL)."""
+    return _onednn_linear(x, weight, bias) if ENABLED else F.linear(x, weight, bias)
 
 
 class _OneDnnLinear(torch.autograd.Function):
@@ -130,8 +147,8 @@ class LoopWeight:
     ``[N, K]`` gradient into the total.  Here each step keeps its ``(x_t, g_t)``; the loop's
     first step, whose backward runs last because every later step depends on it, computes
     ``cat(g).T @ cat(x)`` once.  The input gradients stay per step (the recurrence needs them).
-    Make one per loop (one forward pass); outside the oneDNN path, or where the weight needs no
-    gradient, a call is plain :func:`linear`.
+    Make one per loop (one forward pass); off the float32 CPU path (:func:`cpu_float32`: GPUs,
+    bf16 autocast), or where the weight needs no gradient, a call is plain :func:`linear`.
 
     A batched weight ``[B, N, K]`` (one matrix per sentence: attention keys, or the transposed
     encoder states a context is read from) gives ``bmm(x_t, weight^T)`` for ``x_t`` ``[B, R, K]``.
@@ -164,7 +181,7 @@ class LoopWeight:
                 return torch.bmm(x, w.transpose(1, 2))
             self.calls += 1
             return _LoopStepLinear.apply(x, w, None, self, self.calls == 1)
-        if not (applies(x, w, b) and torch.is_grad_enabled() and wants_grad):
+        if not (cpu_float32(x, w, b) and torch.is_grad_enabled() and wants_grad):
             return linear(x, w, b)
         self.calls += 1
         return _LoopStepLinear.apply(x if _dense(x) else x.contiguous(), w, b, self, self.calls == 1)
@@ -180,7 +197,7 @@ class _LoopStepLinear(torch.autograd.Function):
         ctx.loop, ctx.first, ctx.has_bias = loop, first, bias is not None
         if weight.dim() == 3:
             return torch.bmm(x, weight.transpose(1, 2))
-        return _onednn_linear(x, weight, bias)
+        return _product(x, weight, bias)
 
     @staticmethod
     @once_differentiable
@@ -199,14 +216,16 @@ class _LoopStepLinear(torch.autograd.Function):
             xs, gs = torch.cat([s[0] for s in loop.steps], dim=1), torch.cat([s[1] for s in loop.steps], dim=1)
             loop.steps = []
             return gx, torch.bmm(gs.transpose(1, 2), xs) if ctx.needs_input_grad[1] else None, None, None, None
-        gx = _onednn_linear(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
+        gx = _product(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
         loop.steps.append((x.reshape(-1, x.size(-1)), grad.reshape(-1, grad.size(-1))))
         if not ctx.first:
             return gx, None, None, None, None
         xs = torch.cat([s[0] for s in loop.steps])
         gs = torch.cat([s[1] for s in loop.steps])
         loop.steps = []
-        gw = _onednn_linear(xs.t(), gs.t(), None).t() if ctx.needs_input_grad[1] else None  # as _OneDnnLinear
+        gw = None
+        if ctx.needs_input_grad[1]:  # oneDNN as _OneDnnLinear; MKL reads the transposes in place
+            gw = _onednn_linear(xs.t(), gs.t(), None).t() if ENABLED else gs.t().mm(xs)
         gb = gs.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return gx, gw, gb, None, None
 

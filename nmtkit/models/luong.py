@@ -14,7 +14,8 @@ decoder layer's input ``[y_{t-1}; h~_{t-1}]`` (``h~_0 = 0``).
 
 Dropout (Zaremba et al. 2014, as in the paper) is applied to the inputs of the first layer
 of encoder and decoder (``dropout_embed``), between stacked layers (``dropout_hidden``), and to
-``h~_t`` before the softmax (``dropout_output``); each defaults to ``dropout``.
+``h~_t`` before the softmax (``dropout_output``); each defaults to ``dropout``.  The masks come
+from :mod:`nmtkit.models.dropout` (the same distribution, the rate rounded to a multiple of 2^-16).
 
 Training speed: with input feeding the decoder must run step by step, but the embedding part
 of the first layer's input does not depend on earlier steps, so :meth:`LuongModel.forward`
@@ -29,7 +30,6 @@ from typing import Any, Callable, Optional, cast
 
 import torch
 from torch import Tensor, nn
-from torch.nn import functional as F
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
@@ -49,6 +49,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder, join_directions
+from nmtkit.models.dropout import Dropout, dropout
 from nmtkit.models.gemm import Linear, LoopWeight, linear, lstm_update, tanh
 from nmtkit.models.loop_graphs import LoopSpec
 from nmtkit.models.posterior import attention_posterior, context_log_likelihoods
@@ -154,8 +155,8 @@ class LuongModel(Seq2SeqModel):
             dec_input, h, num_layers=cfg.layers, batch_first=True,
             dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
-        self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
-        self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
+        self.embed_dropout = Dropout(cfg.dropout_rate("embed"))
+        self.output_dropout = Dropout(cfg.dropout_rate("output"))
         if self.has_attention:
             self.attention = LuongAttention(
                 h, cfg.attention, cfg.score, cfg.window, cfg.max_source_positions, key_size=annotation
@@ -330,7 +331,7 @@ class LuongModel(Seq2SeqModel):
             inp = hs[0]
             for layer in range(1, layers):
                 if layer_drop:
-                    inp = F.dropout(inp, layer_drop, training=True)
+                    inp = dropout(inp, layer_drop, training=True)
                 gates = step_weights[layer](torch.cat([inp, hs[layer]], dim=1))
                 hs[layer], cs[layer] = lstm_update(gates, cs[layer])
                 inp = hs[layer]

@@ -39,6 +39,7 @@ from nmtkit.models.common import (
     tie_embeddings,
 )
 from nmtkit.models.encoders import RNNEncoder
+from nmtkit.models.dropout import Dropout
 from nmtkit.models.gemm import Linear, tanh
 from nmtkit.models.registry import register_model
 
@@ -93,8 +94,8 @@ class RNNEncDecModel(Seq2SeqModel):
             cfg.embed_dim + (h if self.feed_context else 0), h, num_layers=cfg.layers,
             batch_first=True, dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
-        self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
-        self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
+        self.embed_dropout = Dropout(cfg.dropout_rate("embed"))
+        self.output_dropout = Dropout(cfg.dropout_rate("output"))
         if self.bahdanau:
             self.W_s = Linear(h, cfg.layers * h)
             self.deep_output = Linear(h + cfg.embed_dim + h, 2 * cfg.maxout_size)

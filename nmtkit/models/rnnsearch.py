@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from nmtkit.data.dictionary import EOS_ID, PAD_ID
 from nmtkit.models.attention import AdditiveAttention
 from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.dropout import Dropout
 from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
 from nmtkit.models.gemm import Linear, LoopWeight, linear, tanh
@@ -90,8 +91,8 @@ class RNNSearchModel(Seq2SeqModel):
             dropout=cfg.dropout_rate("hidden") if cfg.layers > 1 else 0.0,
         )
         self.deep_output = Linear(h + cfg.embed_dim + 2 * h, 2 * cfg.maxout_size)
-        self.embed_dropout = nn.Dropout(cfg.dropout_rate("embed"))
-        self.output_dropout = nn.Dropout(cfg.dropout_rate("output"))
+        self.embed_dropout = Dropout(cfg.dropout_rate("embed"))
+        self.output_dropout = Dropout(cfg.dropout_rate("output"))
         self.output_projection = Linear(cfg.maxout_size, len(tgt_dict))
         tie_embeddings(self, self.encoder.embed, self.tgt_embed, self.output_projection)
 

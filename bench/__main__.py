@@ -187,6 +187,21 @@ def plan(suite: str, work: str | None, common: list[str], extra: list[str], smok
     return out
 
 
+def parse_steps(text: str) -> set[int]:
+    """``1-4,7`` -> {1, 2, 3, 4, 7}: steps of a suite, 1-based."""
+    steps: set[int] = set()
+    try:
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            lo, hi = int(first), int(last or first)
+            if lo < 1 or hi < lo:
+                raise ValueError(part)
+            steps.update(range(lo, hi + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: step numbers from 1, as 1-4,7") from None
+    return steps
+
+
 def _fill(arg: str, fill: dict[str, str]) -> str:
     for key, value in fill.items():
         arg = arg.replace(key, value)
@@ -260,6 +275,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--data", help="folder holding multi30k/ (default: $NMTKIT_DATA or ../shared/data)")
         p.add_argument("--peers", help="peer venvs (default: $NMTKIT_PEERS or ~/nmt-peers)")
         p.add_argument("--smoke", action="store_true", help="tiny settings: a pipeline check, never recorded")
+        p.add_argument("--steps", type=parse_steps, help="only these steps, numbered as `plan` prints them: "
+                       "e.g. 1-4,7 (a suite longer than the time left; each step writes its own records)")
     for name, help_ in (("probe", "fingerprint this host and measure its one-thread peaks (writes bench/hosts.jsonl)"),
                         ("report", "regenerate bench/RESULTS.md"), ("records", "check (or --fix) bench/results.jsonl"),
                         ("peers", "the peers' set-ups and their sources")):
@@ -282,16 +299,20 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"unrecognized arguments: {' '.join(rest)} (options for every step go after --)")
     common = [*(["--data", args.data] if args.data else []), *(["--peers", args.peers] if args.peers else []),
               *(["--record"] if args.record else [])]
-    steps = plan(args.suite, args.work, common, extra, args.smoke)
+    steps = list(enumerate(plan(args.suite, args.work, common, extra, args.smoke), 1))
+    if args.steps:
+        if max(args.steps) > len(steps):
+            ap.error(f"--steps: {args.suite} has {len(steps)} steps")
+        steps = [(k, step) for k, step in steps if k in args.steps]
     if args.cmd == "plan":
         if SUITES[args.suite].get("needs"):
             print(f"# needs: {SUITES[args.suite]['needs']}")
-        for module, a in steps:
-            print(f"python bench/{module}.py {' '.join(a)}")
+        for k, (module, a) in steps:
+            print(f"{k:2d}  python bench/{module}.py {' '.join(a)}")
         return
     if args.record:
         refuse_record(args.smoke, args.suite)
-    for module, a in steps:
+    for _, (module, a) in steps:
         run_step(module, a)
 
 

@@ -484,6 +484,25 @@ def test_every_suite_plans_and_record_refuses_a_dirty_tree(monkeypatch, capsys):
         main.refuse_record(smoke=True)
 
 
+def test_steps_select_a_suites_steps_by_their_plan_numbers(capsys):
+    import argparse
+    import importlib
+
+    sys.path.insert(0, str(BENCH.parent))
+    main = importlib.import_module("bench.__main__")
+    assert main.parse_steps("1-3,7") == {1, 2, 3, 7} and main.parse_steps("4") == {4}
+    for bad in ("0", "3-2", "a", "1,,2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            main.parse_steps(bad)
+    main.main(["plan", "train-speed", "--steps", "2,5"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if not ln.startswith("#")]
+    every = main.plan("train-speed", None, [], [], smoke=False)
+    assert [ln.split()[0] for ln in lines] == ["2", "5"]
+    assert lines[1].endswith(" ".join(every[4][1]))
+    with pytest.raises(SystemExit):
+        main.main(["plan", "train-speed", "--steps", f"{len(every) + 1}"])
+
+
 def test_a_tree_with_only_records_and_report_pictures_changed_is_its_commit():
     status = ("?? nmtkit/new_module.py\n M bench/quality_per_hour_transformer.png\n M bench/results.jsonl\n"
               " M nmtkit/models/luong.py\n?? notes.txt\n M bench/RESULTS.md\n M bench/history/old.png\n"

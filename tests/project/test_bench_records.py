@@ -688,3 +688,40 @@ def test_every_opennmt_command_runs_with_its_torch_load_setting(tmp_path, monkey
     assert label == "avg3" and epochs == ["117", "234", "351"]
     (cmd, env), = seen
     assert Path(cmd[0]).name == "onmt_average_models" and env == benchlib.ONMT_ENV
+
+
+def test_a_training_leaves_no_process_behind(tmp_path):
+    """end_session removes the children a stopped training left (OpenNMT-py's data-loader workers
+    outlived its SIGTERM), which would otherwise run beside the next suite's timings."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    import quality_per_hour as qph
+
+    pidfile = tmp_path / "child"
+    script = f"import subprocess, sys, time; p = subprocess.Popen(['sleep', '300']); open({str(pidfile)!r}, 'w').write(str(p.pid)); time.sleep(300)"
+    proc = subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+    for _ in range(200):
+        if pidfile.is_file() and pidfile.read_text():
+            break
+        time.sleep(0.05)
+    child = int(pidfile.read_text())
+    proc.send_signal(signal.SIGTERM)  # the parent stops; its child would stay
+    proc.wait(timeout=30)
+    os.kill(child, 0)  # still there
+    qph.end_session(proc)
+
+    def running(pid: int) -> bool:  # a zombie (killed, not yet reaped by init) is not running
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    for _ in range(100):
+        if not running(child):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the child outlived end_session")

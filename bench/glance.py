@@ -60,9 +60,10 @@ def peer_decode_rows(records: list[dict], fast: bool) -> Iterable[list[str]]:
         newest: dict[str, dict] = {}
         for r in records:
             if r.get("bench") == "translate_speed" and r.get("threads") == threads and "comparison" in r:
-                # one row per fast path against nmtkit's own float32; the newest pair of each other comparison
+                # one row per fast path against nmtkit's own float32; the newest pair of each other
+                # comparison, per pair of models (the recurrent ones and the Transformers are two headlines)
                 own = r["comparison"] == "fast path against nmtkit's own float32"
-                newest[r["comparison"] + r["peer"] + (r["system"] if own else "")] = r
+                newest[r["comparison"] + r["peer"] + (r["system"] if own else "") + r.get("model", "") + r.get("peer_model", "")] = r
         for r in newest.values():
             if (r["comparison"] == "like for like, float32") == fast:
                 continue

@@ -3,9 +3,10 @@
 
 The models are the ones bench/quality_per_hour.py trained for the same wall time (each system's
 checkpoint with the best greedy valid BLEU), so every system decodes at its trained quality.
-test2016, beam 5, batch 64, at each ``--threads``; every command runs ``--repeat`` times and
-the fastest run is kept, and so is the fastest of the same command on the first sentence alone,
-so that sentences/s is given both for the whole command and net of start-up.
+test2016, beam 5, batch 64, at each ``--threads``; every command runs ``--repeat`` times, in
+rounds over all commands (so a drift in the host's speed reaches every system alike), and the
+fastest run is kept, and so is the fastest of the same command on the first sentence alone, so
+that sentences/s is given both for the whole command and net of start-up.
 
 Paths, each with the BLEU and chrF of its own output:
 
@@ -172,6 +173,10 @@ def main() -> None:
         one = {k: Path(tmp) / f"one.{int(k)}.en" for k in (False, True)}
         for k, path in test.items():
             one[k].write_text(path.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
+        # every command of the invocation once per round, round after round: a host whose speed drifts
+        # over minutes (a shared hypervisor: 20 % between two runs of one command 20 min apart) then
+        # slows every system alike, where blocks of repeats per system would favour whichever ran fast
+        jobs = []
         for threads in args.threads:
             for system, ckpt in decoders:
                 w = work / system.replace("ctranslate2", "fairseq")
@@ -179,23 +184,30 @@ def main() -> None:
                     if "{table}" in flags and not choice:
                         continue
                     extra = tuple(files.get(f, f) for f in flags)
-                    hyp = out / f"{toolkit(system)}.{label}.t{threads}.de"
-                    full = min((translate(args, system, ckpt, test, 5, w, hyp, threads, extra) for _ in range(args.repeat)),
-                               key=lambda r: r.wall)
-                    short = min((translate(args, system, ckpt, one, 5, w, Path(tmp) / "one.de", threads, extra)
-                                 for _ in range(args.repeat)), key=lambda r: r.wall)
-                    sc = scores(hyp, ref)
-                    src = test[toolkit(system) != "nmtkit"]
-                    cmd, env, _ = decode_cmd(args, system, ckpt, w, 5, threads, extra, files=(src, hyp.with_suffix(".raw")))
-                    redirect = "" if toolkit(system) == "opennmt" else f" < {src} > {hyp.with_suffix('.raw')}"
-                    cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + redirect)
-                    results.append({"toolkit": toolkit(system), "path": label, "threads": threads, "wall": full.wall,
-                                    "sent_s": n_sent / full.wall, "sent_s_net": n_sent / max(full.wall - short.wall, 1e-9),
-                                    "startup_s": short.wall, "bleu": sc["bleu"], "chrf": sc["chrf"], "rss_mb": full.maxrss_mb,
-                                    "model": system})
-                    r = results[-1]
-                    print(f"t{threads} {r['toolkit']}-{label}: {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), "
-                          f"BLEU {r['bleu']}", flush=True)
+                    jobs.append((threads, system, ckpt, w, label, extra, out / f"{toolkit(system)}.{label}.t{threads}.de"))
+        fulls: dict[int, list] = {k: [] for k in range(len(jobs))}
+        shorts: dict[int, list] = {k: [] for k in range(len(jobs))}
+        for rnd in range(args.repeat):
+            for j, (threads, system, ckpt, w, label, extra, hyp) in enumerate(jobs):
+                fulls[j].append(translate(args, system, ckpt, test, 5, w, hyp, threads, extra))
+                shorts[j].append(translate(args, system, ckpt, one, 5, w, Path(tmp) / "one.de", threads, extra))
+                if rnd == args.repeat - 1:
+                    print(f"t{threads} {toolkit(system)}-{label}: fastest of {args.repeat} rounds {min(r.wall for r in fulls[j]):.1f} s "
+                          f"(slowest {max(r.wall for r in fulls[j]):.1f} s)", flush=True)
+        for j, (threads, system, ckpt, w, label, extra, hyp) in enumerate(jobs):
+            full, short = min(fulls[j], key=lambda r: r.wall), min(shorts[j], key=lambda r: r.wall)
+            sc = scores(hyp, ref)
+            src = test[toolkit(system) != "nmtkit"]
+            cmd, env, _ = decode_cmd(args, system, ckpt, w, 5, threads, extra, files=(src, hyp.with_suffix(".raw")))
+            redirect = "" if toolkit(system) == "opennmt" else f" < {src} > {hyp.with_suffix('.raw')}"
+            cmds.append(" ".join(f"{k}={v}" for k, v in env.items()) + " " + shlex.join(map(str, cmd)) + redirect)
+            results.append({"toolkit": toolkit(system), "path": label, "threads": threads, "wall": full.wall,
+                            "sent_s": n_sent / full.wall, "sent_s_net": n_sent / max(full.wall - short.wall, 1e-9),
+                            "startup_s": short.wall, "bleu": sc["bleu"], "chrf": sc["chrf"], "rss_mb": full.maxrss_mb,
+                            "model": system, "wall_slowest": max(r.wall for r in fulls[j])})
+            r = results[-1]
+            print(f"t{threads} {r['toolkit']}-{label}: {r['sent_s']:.1f} sent/s ({r['sent_s_net']:.1f} net), "
+                  f"BLEU {r['bleu']}", flush=True)
     load_after = bl.uptime_line()
     add_flop_shares(results, nmtkit_ckpt, work, txt)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -215,7 +227,7 @@ def report(results: list[dict], runs: dict, nmtkit_run: str, choice: dict | None
     rows = [[f"{r['toolkit']}-{r['path']}", r["threads"], f"{r['wall']:.1f}", f"{r['sent_s']:.1f}", f"{r['sent_s_net']:.1f}",
              f"{r['startup_s']:.1f}", f"{r['bleu']:.2f}", f"{r['chrf']:.2f}", f"{r['rss_mb']:.0f}"] for r in results]
     body = (f"Each system's model from the quality-per-hour run (nmtkit: {nmtkit_run}), test2016 (1,000 sentences), beam 5, "
-            "batch 64; fastest of the repeats; net = without the start-up (the same command on one sentence). "
+            "batch 64; fastest of the repeats, which run round-robin over the commands; net = without the start-up (the same command on one sentence). "
             + (f"nmtkit-int8+shortlist: table and k chosen on valid by bench/shortlist_valid.py ({choice['path']}, commit "
                f"{choice['commit']}: valid BLEU {choice['valid_bleu']:.2f} against {choice['fp32_valid_bleu']:.2f} in float32).\n\n"
                if choice else "No shortlist chosen on valid for this model: no shortlist path.\n\n")

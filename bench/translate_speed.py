@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import sys
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -90,6 +91,9 @@ def ct2_model(args: argparse.Namespace, ckpt: Path, w: Path, out: Path) -> Path 
     fairseq peer's venv has no ctranslate2."""
     conv = Path(args.peers) / "fairseq" / "bin" / "ct2-fairseq-converter"
     if not conv.is_file():
+        if args.record:  # the fastest Transformer decoder left out would flatter nmtkit's rows
+            sys.exit(f"--record: no {conv}; CTranslate2 is the Transformer pair's fastest peer "
+                     f"({Path(args.peers) / 'fairseq' / 'bin' / 'pip'} install ctranslate2, then run again)")
         print(f"no {conv}: CTranslate2 not timed (pip install ctranslate2 in the fairseq peer's venv)", flush=True)
         return None
     model = out / "ct2-fairseq"

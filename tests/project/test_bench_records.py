@@ -725,3 +725,15 @@ def test_a_training_leaves_no_process_behind(tmp_path):
         time.sleep(0.05)
     else:
         raise AssertionError("the child outlived end_session")
+
+
+def test_a_transformer_record_without_ctranslate2_is_refused(tmp_path):
+    """CTranslate2 is the fastest decoder of the Transformer pair: a recorded run without it (not
+    installed in the fairseq venv) would leave nmtkit's rows without their strongest peer."""
+    import argparse
+
+    import translate_speed as ts
+
+    with pytest.raises(SystemExit, match="install ctranslate2"):
+        ts.ct2_model(argparse.Namespace(peers=str(tmp_path), record=True), tmp_path, tmp_path, tmp_path)
+    assert ts.ct2_model(argparse.Namespace(peers=str(tmp_path), record=False), tmp_path, tmp_path, tmp_path) is None

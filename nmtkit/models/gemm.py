@@ -91,7 +91,9 @@ def applies(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
 
 def _product(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
     """``x @ weight.T + bias`` of dense float32 CPU operands, by oneDNN where :data:`ENABLED`,
-    else by ATen (MKL)."""
+    else by ATen (MKL).  Not :func:`linear`: inside an autograd Function, which records nothing,
+    and reading a transposed ``weight`` in place where ``linear`` would copy it contiguous (the
+    backward pass's ``grad @ weight`` at every step)."""
     return _onednn_linear(x, weight, bias) if ENABLED else F.linear(x, weight, bias)
 
 

@@ -10,8 +10,10 @@ Conventions (all tensors batch-first):
 * Attention matrices are always reported over the source positions **in the order given**
   (source reversal is an internal detail of the encoder and is undone before anything leaves
   the model), padding positions get exactly zero weight, the ``</s>`` column is included.
-* An :class:`EncoderOutput` and a decoder state hold only batch-first tensors, so reordering
-  them for beam search is ``index_select(0, order)`` on each (see :func:`reorder_tensors`).
+* An :class:`EncoderOutput` holds only batch-first tensors, so reordering it for beam search is
+  ``index_select(0, order)`` on each (see :func:`reorder_tensors`).  A decoder state is opaque
+  to the search: it is reordered only through the model's ``reorder_decoder_state`` (by default
+  the same ``index_select``; the Transformer defers it to its next step).
 * A model with ``shares_encoder_rows = True`` also accepts a decoder batch of ``N = g * B`` rows
   against an encoder output of ``B`` sentences, rows ``k*g .. k*g+g-1`` belonging to sentence
   ``k`` (:func:`rows_per_sentence`).  Beam search then keeps one copy of the encoder states per
@@ -24,6 +26,7 @@ from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Optional
 
+import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
@@ -43,6 +46,19 @@ def rows_per_sentence(n_rows: int, enc: "EncoderOutput") -> int:
 def reorder_tensors(d: dict[str, Tensor], order: Tensor) -> dict[str, Tensor]:
     """Select batch rows ``order`` (dim 0) of every tensor in ``d``."""
     return {k: v.index_select(0, order) for k, v in d.items()}
+
+
+def log_probs(logits: Tensor) -> Tensor:
+    """Float32 log-softmax over the last dimension of ``logits``, written over them where they are
+    a float32 tensor outside autograd (the caller's temporary: it must not read them again).
+
+    Why: a search step's logits are rows x V floats (beam 5 x batch 64 x 8k words: 10 MB, beyond
+    the core's caches); a second tensor of that size costs a pass of page faults and writes to
+    memory every step."""
+    x = logits.float()
+    if x.requires_grad and torch.is_grad_enabled():
+        return torch.log_softmax(x, dim=-1)
+    return torch.log_softmax(x, dim=-1, out=x)
 
 
 @dataclass

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.models.attention import ATTENTION_TYPES, SCORE_FUNCTIONS, LuongAttention
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, log_probs, rows_per_sentence
 from nmtkit.models.common import (
     BaseConfig,
     batch_first,
@@ -269,7 +269,7 @@ class LuongModel(Seq2SeqModel):
         htilde, weights, new_state = self._step(self.tgt_embed(prev_tokens), state, enc)
         logits = self.project_output(self.output_dropout(htilde.squeeze(1)))
         attn = weights.squeeze(1) if weights is not None else None
-        return torch.log_softmax(logits.float(), dim=-1), attn, new_state
+        return log_probs(logits), attn, new_state
 
     def _feed_loop(
         self, emb: Tensor, state: DecoderState, enc: EncoderOutput, keep_tops: bool = False

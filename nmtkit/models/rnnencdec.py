@@ -26,7 +26,7 @@ import torch
 from torch import Tensor, nn
 
 from nmtkit.data.dictionary import PAD_ID
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, log_probs, rows_per_sentence
 from nmtkit.models.common import (
     BaseConfig,
     batch_first,
@@ -155,7 +155,7 @@ class RNNEncDecModel(Seq2SeqModel):
         emb = self.embed_dropout(self.tgt_embed(prev_tokens).unsqueeze(1))
         top, new_state = self._run(emb, state, enc)
         logits = self._logits(state["h"][:, -1:], top, emb, enc).squeeze(1)
-        return torch.log_softmax(logits.float(), dim=-1), None, new_state
+        return log_probs(logits), None, new_state
 
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True

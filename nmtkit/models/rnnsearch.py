@@ -30,7 +30,7 @@ from torch import Tensor, nn
 
 from nmtkit.data.dictionary import EOS_ID, PAD_ID
 from nmtkit.models.attention import AdditiveAttention
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, log_probs, rows_per_sentence
 from nmtkit.models.dropout import Dropout
 from nmtkit.models.common import BaseConfig, lengths_to_mask, option, require_at_least, rnn_step, tie_embeddings
 from nmtkit.models.encoders import RNNEncoder
@@ -136,7 +136,7 @@ class RNNSearchModel(Seq2SeqModel):
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
         t, weights, new_state = self._step(self.embed_dropout(self.tgt_embed(prev_tokens)), state, enc)
         logits = self.project_output(self.output_dropout(t))
-        return torch.log_softmax(logits.float(), dim=-1), weights, new_state
+        return log_probs(logits), weights, new_state
 
     def _teacher_forced(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor

@@ -15,10 +15,14 @@
   after the feed-forward activation (``activation_dropout``); on CPU the masks come from
   :mod:`nmtkit.models.dropout` (the same distribution, several times cheaper to draw).
 * Incremental decoding (:meth:`TransformerModel.decode_step`): the decoder state holds each
-  layer's self-attention keys and values of the steps so far (``[N, heads, t, d_head]``, batch
-  first, so beam search reorders it with ``index_select`` like any state); the encoder's keys
-  and values for cross-attention are computed once per sentence in :meth:`encode`.  ``g``
-  hypotheses of one sentence attend to that sentence's keys together (``shares_encoder_rows``).
+  layer's self-attention keys and values of the steps so far, time first (``[t, N, heads,
+  d_head]``), and the beam's pending reorder (``rows``).  :meth:`reorder_decoder_state` only
+  composes ``rows``; the next step copies the kept rows into a buffer one step longer and writes
+  its own keys after them, one copy of the cache per step where a reorder and a concatenation
+  would make two (time first, so that the first ``t`` steps of the buffer are one contiguous
+  block that ``index_select`` writes into).  The encoder's keys and values for cross-attention
+  are computed once per sentence in :meth:`encode`.  ``g`` hypotheses of one sentence attend to
+  that sentence's keys together (``shares_encoder_rows``).
 * The attention the model reports (translation alignments, ``--replace-unk``, ``nmtkit-align``,
   the guided-alignment loss) is the cross-attention of ``alignment_layer``, averaged over its
   first ``alignment_heads`` heads (0: all), as in Garg et al. (2019).  With
@@ -40,7 +44,7 @@ from torch.nn import functional as F
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.errors import NmtkitError
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, log_probs, rows_per_sentence
 from nmtkit.models.dropout import Dropout
 from nmtkit.models.common import MAX_INIT_SCALE, MAX_MODEL_INT, lengths_to_mask, option, tie_embeddings
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
@@ -203,6 +207,24 @@ class DecoderLayer(nn.Module):
         return self.ffn_sub.output(x, self.ffn(self.ffn_sub.inputs(x))), weights
 
 
+def _extend_cache(cache: Tensor, rows: Optional[Tensor], new: Tensor) -> Tensor:
+    """A layer's keys (or values) ``cache`` ``[t, N0, H, d]`` with ``new`` ``[N, H, T, d]`` after
+    them -> ``[t + T, N, H, d]``, row ``j`` continuing row ``rows[j]`` of ``cache`` (all rows in
+    order where ``rows`` is None): one copy of the cache, into a buffer that is never written
+    again (a state stays valid after the step that read it)."""
+    t = cache.size(0)
+    out = new.new_empty(t + new.size(2), new.size(0), new.size(1), new.size(3))
+    if t:
+        # .to: the cache of the steps before an autocast region may be float32
+        old = cache.to(new.dtype)
+        if rows is None:
+            out[:t].copy_(old)
+        else:
+            torch.index_select(old, 1, rows, out=out[:t])
+    out[t:].copy_(new.permute(2, 0, 1, 3))
+    return out
+
+
 @register_model("transformer")
 class TransformerModel(Seq2SeqModel):
     """Vaswani et al.'s encoder-decoder Transformer."""
@@ -298,14 +320,16 @@ class TransformerModel(Seq2SeqModel):
         g = rows_per_sentence(x.size(0), enc)
         cross_mask = enc.mask[:, None, None, :]
         new_cache: DecoderState = {}
+        rows = None if cache is None else cache.get("rows")
         align = None
         for i, layer in enumerate(self._decoder_stack()):
             q, k, v = layer.self_attn.project_qkv(layer.self_sub.inputs(x))
-            if cache is not None:
-                # .to: the empty first cache is float32, the products under autocast are not
-                k = torch.cat([cache[f"k{i}"].to(k.dtype), k], dim=2)
-                v = torch.cat([cache[f"v{i}"].to(v.dtype), v], dim=2)
-            new_cache[f"k{i}"], new_cache[f"v{i}"] = k, v
+            if cache is None:  # the state these steps would leave: time first, as decode_step keeps it
+                new_cache[f"k{i}"], new_cache[f"v{i}"] = k.permute(2, 0, 1, 3), v.permute(2, 0, 1, 3)
+            else:
+                new_cache[f"k{i}"], new_cache[f"v{i}"] = (_extend_cache(cache[f"{kind}{i}"], rows, new)
+                                                          for kind, new in (("k", k), ("v", v)))
+                k, v = (new_cache[f"{kind}{i}"].permute(1, 2, 0, 3) for kind in ("k", "v"))
             want = need_weights and i == self.align_index
             x, weights = layer(x, k, v, q, x.size(1) > 1,  # several steps (teacher forcing, or after a cache): causal
                                enc.extra[f"k{i}"], enc.extra[f"v{i}"], cross_mask, g, want)
@@ -317,18 +341,24 @@ class TransformerModel(Seq2SeqModel):
 
     def init_decoder_state(self, enc: EncoderOutput) -> DecoderState:
         h = self.cfg.heads
-        empty = enc.states.new_zeros(enc.states.size(0), h, 0, self.cfg.embed_dim // h)
+        empty = enc.states.new_zeros(0, enc.states.size(0), h, self.cfg.embed_dim // h)
         return {f"{kind}{i}": empty for i in range(self.cfg.decoder_layers) for kind in ("k", "v")}
+
+    def reorder_decoder_state(self, state: DecoderState, order: Tensor) -> DecoderState:
+        """Row ``j`` of the result continues row ``order[j]``: recorded in ``rows`` (composed with
+        a reorder still pending), applied by the next :meth:`decode_step` as it extends the cache."""
+        rows = state.get("rows")
+        return {**state, "rows": order if rows is None else rows.index_select(0, order)}
 
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor], DecoderState]:
-        step = state["k0"].size(2)
+        step = state["k0"].size(0)
         x = self._embed(prev_tokens[:, None], step, self.tgt_embed, self.tgt_positions)
         # without attention wanted, the alignment layer runs the fused kernel like the others
         out, align, new_state = self._decode(x, enc, state, need_weights=need_attention)
         logits = self.project_output(out[:, 0])
-        return torch.log_softmax(logits.float(), dim=-1), (None if align is None else align[:, 0]), new_state
+        return log_probs(logits), (None if align is None else align[:, 0]), new_state
 
     def forward(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nmtkit.data.dictionary import BOS_ID, PAD_ID
-from nmtkit.models.base import EncoderOutput, Seq2SeqModel, rows_per_sentence
+from nmtkit.models.base import EncoderOutput, Seq2SeqModel, log_probs, rows_per_sentence
 
 from tests.helpers import make_batch, make_dict, pad_batch, random_sentences, tiny_model  # noqa: F401 - used below
 
@@ -270,3 +270,20 @@ def test_forward_without_attention_gives_the_same_logits(arch: str, opts: dict) 
     torch.testing.assert_close(spared, logits, atol=1e-5, rtol=1e-5)
     if arch == "transformer_test" or opts.get("alignment_head"):
         assert attn is None
+
+
+def test_log_probs_overwrite_a_temporary_but_keep_autograd_whole() -> None:
+    """A search step's float32 logits become its log-probs in place; logits that need a gradient
+    (training, guided alignment) are left alone, and the gradient is log-softmax's."""
+    logits = torch.randn(3, 7)
+    want = torch.log_softmax(logits, -1)
+    with torch.no_grad():
+        tmp = logits.clone()
+        got = log_probs(tmp)
+    assert got.data_ptr() == tmp.data_ptr() and torch.equal(got, want)
+    leaf = logits.clone().requires_grad_()
+    out = log_probs(leaf)
+    out[:, 2].sum().backward()
+    assert torch.equal(leaf.detach(), logits) and out.data_ptr() != leaf.data_ptr()
+    torch.testing.assert_close(leaf.grad, torch.eye(7)[2].expand(3, 7) - torch.softmax(logits, -1))
+    assert log_probs(logits.bfloat16()).dtype == torch.float32

@@ -176,6 +176,28 @@ def test_several_steps_after_a_cache_stay_causal() -> None:
     torch.testing.assert_close(rest, logits[:, 1:], atol=1e-5, rtol=1e-5)
 
 
+def test_reorders_wait_for_the_next_step_and_compose() -> None:
+    """Two reorders in a row, applied by the next step, give that step's outputs for the
+    composed order; and a state stays valid after the step that read it (the step writes a new
+    buffer, never the cache it was given)."""
+    model = tiny().eval()
+    src, lengths, prev, _ = batch()
+    first, second = torch.tensor([2, 0, 3, 3]), torch.tensor([1, 3, 0, 2])
+    both = first.index_select(0, second)
+    with torch.no_grad():
+        enc = model.encode(src, lengths)
+        _, _, state = model.decode_step(prev[:, 0], model.init_decoder_state(enc), enc)
+        lp1, _, _ = model.decode_step(prev[:, 1], state, enc)
+        cache_before = [t.clone() for t in state.values()]
+        twice = model.reorder_decoder_state(model.reorder_decoder_state(state, first), second)
+        lp_r, _, after = model.decode_step(prev[:, 1].index_select(0, both), twice, enc.reorder(both))
+        again, _, _ = model.decode_step(prev[:, 1], state, enc)
+    torch.testing.assert_close(lp_r, lp1.index_select(0, both), atol=1e-6, rtol=0)
+    assert all(torch.equal(a, b) for a, b in zip(cache_before, state.values()))
+    assert torch.equal(again, lp1)
+    assert after["k0"].shape[:2] == (2, 4) and "rows" not in after  # the step applied the reorder
+
+
 def test_the_default_alignment_layer_of_a_one_layer_decoder_is_its_only_layer() -> None:
     model = tiny(decoder_layers=1)
     assert model.align_index == 0

@@ -68,8 +68,10 @@ class MultiheadAttention(nn.Module):
             nn.init.uniform_(proj.weight, -bound, bound)
 
     def project_kv(self, memory: Tensor) -> tuple[Tensor, Tensor]:
-        """Cross-attention keys and values of ``memory`` ``[B, S, D]`` -> two ``[B, H, S, d]``."""
-        k, v = self.kv_proj(memory).chunk(2, dim=-1)
+        """Cross-attention keys and values of ``memory`` ``[B, S, D]`` -> two ``[B, H, S, d]``, in
+        :func:`attention_dtype` (read at every decoder step: cast once here)."""
+        kv = self.kv_proj(memory)
+        k, v = kv.to(attention_dtype(kv)).chunk(2, dim=-1)
         return split_heads(k, self.heads), split_heads(v, self.heads)
 
     def project_qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -91,14 +93,23 @@ class MultiheadAttention(nn.Module):
         return self.out_proj(merge_heads(out)), None
 
 
+def attention_dtype(x: Tensor) -> torch.dtype:
+    """The precision :func:`fused_attention` computes in for operands like ``x``: float32 for
+    bf16 or float16 on CPU, ``x``'s own otherwise.  Keys and values kept across steps (the
+    encoder's, the decoder's cache) are stored in it, so that they are cast once, not at every
+    step."""
+    low = x.dtype in (torch.bfloat16, torch.float16)
+    return torch.float32 if low and x.device.type == "cpu" else x.dtype
+
+
 def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, is_causal: bool) -> Tensor:
     """``scaled_dot_product_attention``, in float32 on CPU whatever the autocast precision.
 
     Why: torch's CPU flash-attention kernels are slower in bf16 than in float32, the backward
     several times so (the figures are in the CHANGELOG and bench/RESULTS.md), while the products
     around them gain from bf16.  The result is cast back, so the layers after see the autocast
-    precision."""
-    if q.device.type != "cpu" or q.dtype == torch.float32:
+    precision (``q``'s)."""
+    if attention_dtype(q) == q.dtype:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
     with torch.autocast("cpu", enabled=False):
         out = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, dropout_p=dropout_p,

@@ -49,7 +49,7 @@ from nmtkit.models.dropout import Dropout
 from nmtkit.models.common import MAX_INIT_SCALE, MAX_MODEL_INT, lengths_to_mask, option, tie_embeddings
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
 from nmtkit.models.gemm import Linear
-from nmtkit.models.multihead import MultiheadAttention, split_heads
+from nmtkit.models.multihead import MultiheadAttention, attention_dtype, split_heads
 from nmtkit.models.registry import register_model
 
 ACTIVATIONS = ("relu", "gelu")
@@ -209,14 +209,14 @@ class DecoderLayer(nn.Module):
 
 def _extend_cache(cache: Tensor, rows: Optional[Tensor], new: Tensor) -> Tensor:
     """A layer's keys (or values) ``cache`` ``[t, N0, H, d]`` with ``new`` ``[N, H, T, d]`` after
-    them -> ``[t + T, N, H, d]``, row ``j`` continuing row ``rows[j]`` of ``cache`` (all rows in
-    order where ``rows`` is None): one copy of the cache, into a buffer that is never written
-    again (a state stays valid after the step that read it)."""
+    them -> ``[t + T, N, H, d]`` in :func:`attention_dtype`, row ``j`` continuing row ``rows[j]``
+    of ``cache`` (all rows in order where ``rows`` is None): one copy of the cache, into a buffer
+    that is never written again (a state stays valid after the step that read it)."""
     t = cache.size(0)
-    out = new.new_empty(t + new.size(2), new.size(0), new.size(1), new.size(3))
+    dtype = attention_dtype(new)  # under CPU autocast: float32, what attention reads (one cast per step's keys)
+    out = new.new_empty(t + new.size(2), new.size(0), new.size(1), new.size(3), dtype=dtype)
     if t:
-        # .to: the cache of the steps before an autocast region may be float32
-        old = cache.to(new.dtype)
+        old = cache.to(dtype)  # a cache made outside autocast on a GPU
         if rows is None:
             out[:t].copy_(old)
         else:

@@ -20,6 +20,7 @@ from nmtkit.generate.ensemble import EnsembleModel
 from nmtkit.models import build_model, resolve_config
 from nmtkit.models.multihead import MultiheadAttention, attend_with_weights
 from nmtkit.models.transformer import sinusoids
+from nmtkit.utils.amp import cpu_has_native_bf16
 
 torch.set_num_threads(1)
 
@@ -196,6 +197,23 @@ def test_reorders_wait_for_the_next_step_and_compose() -> None:
     assert all(torch.equal(a, b) for a, b in zip(cache_before, state.values()))
     assert torch.equal(again, lp1)
     assert after["k0"].shape[:2] == (2, 4) and "rows" not in after  # the step applied the reorder
+
+
+def test_keys_and_values_kept_across_steps_are_stored_as_cpu_attention_reads_them() -> None:
+    """Under CPU bf16 autocast, attention runs in float32: the encoder's keys and values and the
+    decoder's cache are kept in float32 (cast once, not at every step), and the step's output is
+    what it was with bf16 storage (a bf16 value is exact in float32)."""
+    if not cpu_has_native_bf16():
+        pytest.skip("bf16 autocast is refused on CPUs without native bf16")
+    model = tiny().eval()
+    src, lengths, prev, _ = batch()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        enc = model.encode(src, lengths)
+        lp, _, state = model.decode_step(prev[:, 0], model.init_decoder_state(enc), enc)
+        lp2, _, state = model.decode_step(prev[:, 1], state, enc)
+        forced, _ = model(src, lengths, prev[:, :2], need_attention=False)
+    assert enc.extra["k0"].dtype == enc.extra["v0"].dtype == state["k0"].dtype == state["v1"].dtype == torch.float32
+    torch.testing.assert_close(torch.stack([lp, lp2], 1), torch.log_softmax(forced.float(), -1), atol=0.05, rtol=0)
 
 
 def test_the_default_alignment_layer_of_a_one_layer_decoder_is_its_only_layer() -> None:

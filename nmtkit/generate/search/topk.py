@@ -5,7 +5,7 @@ value, equal values by ascending column.  ``torch.topk`` leaves the order of equ
 unspecified, so both forms enforce it:
 
 * :func:`topk_ordered` (the eager search) asks the host whether a tie crosses the cut and
-  redoes only those rows with a stable sort; on the CPU wide rows take :func:`chunked_topk`.
+  redoes only those rows with :func:`exact_topk`; on the CPU wide rows take :func:`chunked_topk`.
 * :func:`exact_topk` (the fixed-shape search, replayed as CUDA graphs) never looks at the data
   on the host: the tie order is encoded in 64-bit keys.
 """
@@ -63,8 +63,10 @@ def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Row-wise top-``k`` by descending score, ties going to the lower column index.
 
     ``torch.topk`` does not specify which of equal elements it returns, so rows whose
-    ``k``-th value equals the ``k+1``-th (a tie across the cut) are redone with a stable sort
-    (rare with real models; common with the hand-made tables of the tests).  Wide rows whose
+    ``k``-th value equals the ``k+1``-th (a tie across the cut) are redone by
+    :func:`exact_topk` (rare in float32; a row or two per step in bf16, where a stable sort of
+    the row's ``beam * V`` scores took an eighth of the search; common with the hand-made tables
+    of the tests).  Wide rows whose
     width is a multiple of :data:`TOPK_GROUP` take :func:`chunked_topk` where it is exact.
     """
     k = min(k, scores.size(1))
@@ -81,10 +83,8 @@ def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
     if boundary_tie is None:
         return vals, idx
     rows = boundary_tie.nonzero().squeeze(1)
-    if rows.numel():
-        sv, si = scores.index_select(0, rows).sort(dim=1, descending=True, stable=True)
-        vals[rows] = sv[:, :k]
-        idx[rows] = si[:, :k]
+    if rows.numel():  # keyed top-k, not a stable sort of the row: ties are common in bf16 log-probs
+        vals[rows], idx[rows] = exact_topk(scores.index_select(0, rows), k)
     return vals, idx
 
 

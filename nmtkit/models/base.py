@@ -1,7 +1,7 @@
 """The contract every nmtkit model honours, so that training, beam search, ensembles,
 forced decoding and alignment work with any registered model.
 
-Conventions (all tensors batch-first):
+Conventions (all tensors batch-first, except what a model keeps in its own decoder state):
 
 * ``src_tokens`` ``[B, S]``: source ids followed by ``</s>``, right-padded with ``<pad>`` (id 0).
   ``src_lengths`` ``[B]`` counts real tokens including ``</s>``.

@@ -217,6 +217,9 @@ def _extend_cache(cache: Tensor, rows: Optional[Tensor], new: Tensor) -> Tensor:
     out = new.new_empty(t + new.size(2), new.size(0), new.size(1), new.size(3), dtype=dtype)
     if t:
         old = cache.to(dtype)  # a cache made outside autocast on a GPU
+        if torch.is_grad_enabled() and (old.requires_grad or new.requires_grad):  # out= is not differentiable
+            kept = old if rows is None else old.index_select(1, rows)
+            return torch.cat([kept, new.permute(2, 0, 1, 3).to(dtype)])
         if rows is None:
             out[:t].copy_(old)
         else:

@@ -132,7 +132,8 @@ def test_source_reversal_is_undone_before_states_leave_the_encoder(arch: str) ->
 
 @pytest.mark.parametrize("arch", TINY + ["transformer_test"])
 def test_reordered_states_give_reordered_outputs(arch: str) -> None:
-    """Beam search reorders EncoderOutput and decoder state with index_select(0, order)."""
+    """Beam search reorders EncoderOutput with index_select(0, order) and the decoder state with
+    the model's reorder_decoder_state: the next step's outputs are the reordered ones."""
     model = tiny_model(arch).eval()
     src, lengths, prev, _ = sample_batch()
     order = torch.tensor([2, 0, 0, 3, 1])

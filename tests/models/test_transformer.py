@@ -199,6 +199,21 @@ def test_reorders_wait_for_the_next_step_and_compose() -> None:
     assert after["k0"].shape[:2] == (2, 4) and "rows" not in after  # the step applied the reorder
 
 
+def test_a_reordered_state_still_carries_gradients() -> None:
+    """With autograd on (decoding step by step in training), a reorder applied by the next step
+    is differentiable: the gradient reaches the first step's keys through it."""
+    model = tiny()
+    src, lengths, prev, _ = batch()
+    enc = model.encode(src, lengths)
+    _, _, state = model.decode_step(prev[:, 0], model.init_decoder_state(enc), enc)
+    order = torch.tensor([3, 3, 0, 1])
+    lp, _, _ = model.decode_step(prev[:, 1].index_select(0, order), model.reorder_decoder_state(state, order),
+                                 enc.reorder(order))
+    lp[:, 5].sum().backward()
+    grad = model.decoder_layers[0].self_attn.in_proj.weight.grad
+    assert grad is not None and grad.abs().sum() > 0
+
+
 def test_keys_and_values_kept_across_steps_are_stored_as_cpu_attention_reads_them() -> None:
     """Under CPU bf16 autocast, attention runs in float32: the encoder's keys and values and the
     decoder's cache are kept in float32 (cast once, not at every step), and the step's output is

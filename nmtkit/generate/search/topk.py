@@ -60,7 +60,8 @@ def chunked_topk(scores: Tensor, m: int) -> Optional[tuple[Tensor, Tensor]]:
 
 
 def topk_ordered(scores: Tensor, k: int) -> tuple[Tensor, Tensor]:
-    """Row-wise top-``k`` by descending score, ties going to the lower column index.
+    """Row-wise top-``k`` of float32 ``scores`` (the search's log-probs always are) by descending
+    score, ties going to the lower column index.
 
     ``torch.topk`` does not specify which of equal elements it returns, so rows whose
     ``k``-th value equals the ``k+1``-th (a tie across the cut) are redone by

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 
 from nmtkit.data.dictionary import Dictionary
 from nmtkit.errors import NmtkitError
-from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel
+from nmtkit.models.base import DecoderState, EncoderOutput, Seq2SeqModel, log_probs
 
 
 def _check_dictionaries(models: Sequence[Seq2SeqModel], names: Sequence[str]) -> None:
@@ -194,6 +194,6 @@ class EnsembleModel(nn.Module):
                 logits, a = m.forward_with_posterior(src_tokens, src_lengths, prev_output_tokens, posterior_targets)
             else:
                 logits, a = m(src_tokens, src_lengths, prev_output_tokens, need_attention=need_attention)
-            lps.append(torch.log_softmax(logits.float(), dim=-1))
+            lps.append(log_probs(logits))
             attns.append(a)
         return mean_log_probs(lps), mean_attention(attns)

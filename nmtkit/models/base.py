@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
+    from nmtkit.models.gemm import PackedOutputLayer
     from nmtkit.models.loop_graphs import LoopGraphs
 
 DecoderState = dict[str, Tensor]
@@ -204,6 +205,8 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
     #: The output layer restricted to a vocabulary shortlist, or None (see restrict_output).
     _output_rows: Optional[Callable[[Tensor], Tensor]] = None
+    #: The output layer as decode_step computes it (see project_output), made on first use.
+    _packed_output: Optional["PackedOutputLayer"] = None
 
     def restrict_output(self, ids: Optional[Tensor]) -> None:
         """Compute logits only for the target ids ``ids`` (sorted; a vocabulary shortlist) until
@@ -214,9 +217,21 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         self._output_rows = None if ids is None else select_output_rows(self.output_projection, ids)
 
     def project_output(self, x: Tensor) -> Tensor:
-        """The output layer (logits) as ``decode_step`` uses it: over the shortlist when one is set."""
+        """The output layer (logits) as ``decode_step`` uses it: over the shortlist when one is set,
+        through a :class:`~nmtkit.models.gemm.PackedOutputLayer` (the bias folded into the product
+        where that is faster, at inference) when the layer is an ``nn.Linear``."""
         rows = self._output_rows
-        return self.output_projection(x) if rows is None else rows(x)
+        if rows is not None:
+            return rows(x)
+        layer = self.output_projection
+        if not isinstance(layer, nn.Linear):  # an int8/bf16 form computes its own way
+            return layer(x)
+        packed = self._packed_output
+        if packed is None or packed.weight is not layer.weight or packed.bias is not layer.bias:
+            from nmtkit.models.gemm import PackedOutputLayer
+
+            packed = self._packed_output = PackedOutputLayer(layer.weight, layer.bias)
+        return packed(x)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
 from nmtkit.models.dropout import dropout
-from nmtkit.models.gemm import gru_cell, linear, lstm_cell
+from nmtkit.models.gemm import PackedOutputLayer, gru_cell, linear, lstm_cell
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
 
 #: The largest integer a model option may take (sizes, layers, windows): an allocation that large
@@ -266,7 +266,7 @@ def select_output_rows(layer: nn.Module, ids: Tensor) -> Callable[[Tensor], Tens
     if isinstance(layer, nn.Linear):
         weight = layer.weight.index_select(0, ids)
         bias = None if layer.bias is None else layer.bias.index_select(0, ids)
-        return lambda x: linear(x, weight, bias)
+        return PackedOutputLayer(weight, bias)
     selector = OUTPUT_ROW_SELECTORS.get(type(layer))
     if selector is None:
         raise TypeError(f"cannot restrict the rows of a {type(layer).__name__}")

@@ -174,3 +174,39 @@ def test_a_double_backward_through_the_onednn_path_fails_loudly():
     (g,) = torch.autograd.grad(gemm.linear(x, w).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError):
         g.sum().backward()
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("rows", [(1,), (5,), (3, 4)])
+def test_packed_output_layer_matches_linear_and_follows_weight_changes(bias, rows, monkeypatch):
+    """The MKL path's packed output layer (bias folded into the product) gives F.linear's logits,
+    and a weight or bias changed in place (an optimizer step) or moved is re-packed, never stale."""
+    monkeypatch.setattr(gemm, "ENABLED", False)
+    gen = torch.Generator().manual_seed(3)
+    w = torch.randn(11, 6, generator=gen)
+    b = torch.randn(11, generator=gen) if bias else None
+    layer = gemm.PackedOutputLayer(w, b)
+    x = torch.randn(*rows, 6, generator=gen)
+    with torch.no_grad():
+        torch.testing.assert_close(layer(x), F.linear(x, w, b), atol=1e-5, rtol=1e-5)
+        assert layer._packed is not None  # the packed product ran, not the fallback
+        w.mul_(2.0)
+        if b is not None:
+            b.add_(1.0)
+        torch.testing.assert_close(layer(x), F.linear(x, w, b), atol=1e-5, rtol=1e-5)
+        w.data = w.data.clone() * -1.0  # new storage, as a move to another device gives
+        torch.testing.assert_close(layer(x), F.linear(x, w, b), atol=1e-5, rtol=1e-5)
+
+
+def test_packed_output_layer_falls_back_with_gradients_and_off_float32(monkeypatch):
+    monkeypatch.setattr(gemm, "ENABLED", False)
+    w = torch.randn(7, 4, requires_grad=True)
+    b = torch.randn(7, requires_grad=True)
+    layer = gemm.PackedOutputLayer(w, b)
+    x = torch.randn(3, 4)
+    y = layer(x)
+    y.sum().backward()  # training: the gradient reaches the parameters
+    assert layer._packed is None and w.grad is not None and b.grad is not None
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        assert layer(x).dtype == torch.bfloat16
+    assert layer._packed is None

@@ -157,16 +157,31 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         ``--replace-unk``), so a model may skip the work of reporting it and return None, as in
         :meth:`forward`; a recurrent model's attention is part of its step and costs nothing extra."""
 
-    @abstractmethod
     def forward(
-        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True,
+        features_only: bool = False,
     ) -> tuple[Tensor, Optional[Tensor]]:
         """Teacher-forced pass: (logits ``[B, T, V]``, attention ``[B, T, S]`` or None).
 
         ``need_attention=False``: the caller reads only the logits (training without a guided
         loss, validation, perplexity), so a model whose reported attention costs extra work
         (the Transformer's written-out alignment layer, its full-context pass; RNNsearch's
-        alignment head) may skip it and return None."""
+        alignment head) may skip it and return None.
+        ``features_only``: the features ``[B, T, F]`` that :attr:`output_projection` maps to
+        the logits, in their place (where :func:`trains_from_features`): the loss is then
+        computed without the ``[B, T, V]`` logits (:func:`nmtkit.train.loss.output_layer_loss`).
+        Through ``forward`` (not :meth:`forward_features`), so that DistributedDataParallel
+        sees the call."""
+        features, attn = self.forward_features(src_tokens, src_lengths, prev_output_tokens, need_attention)
+        return (features if features_only else self.output_projection(features)), attn
+
+    def forward_features(
+        self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
+    ) -> tuple[Tensor, Optional[Tensor]]:
+        """The teacher-forced pass up to the output layer: (features ``[B, T, F]``, attention as
+        :meth:`forward`'s).  Every built-in model implements this and inherits :meth:`forward`;
+        a model whose logits are not ``output_projection(features)`` overrides :meth:`forward`."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither forward nor forward_features")
 
     def forward_with_posterior(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor
@@ -232,6 +247,11 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
             packed = self._packed_output = PackedOutputLayer(layer.weight, layer.bias)
         return packed(x)
+
+    def trains_from_features(self) -> bool:
+        """Whether ``forward(..., features_only=True)`` gives what :attr:`output_projection` (an
+        ``nn.Linear``) maps to the logits: the inherited :meth:`forward`, of every built-in model."""
+        return type(self).forward is Seq2SeqModel.forward and isinstance(self.output_projection, nn.Linear)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

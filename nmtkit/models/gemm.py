@@ -89,12 +89,19 @@ def applies(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> bool:
     return ENABLED and cpu_float32(x, weight, bias)
 
 
-def _product(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
-    """``x @ weight.T + bias`` of dense float32 CPU operands, by oneDNN where :data:`ENABLED`,
-    else by ATen (MKL).  Not :func:`linear`: inside an autograd Function, which records nothing,
-    and reading a transposed ``weight`` in place where ``linear`` would copy it contiguous (the
-    backward pass's ``grad @ weight`` at every step)."""
-    return _onednn_linear(x, weight, bias) if ENABLED else F.linear(x, weight, bias)
+def product(x: Tensor, weight: Tensor, bias: Optional[Tensor], out: Optional[Tensor] = None) -> Tensor:
+    """``x @ weight.T + bias`` of dense CPU operands: float32 by oneDNN where :data:`ENABLED`,
+    else (and in the autocast type, see :func:`_cpu_autocast`) by ATen.  Not :func:`linear`:
+    inside an autograd Function, which records nothing, and reading a transposed ``weight`` in
+    place where ``linear`` would copy it contiguous (the backward pass's ``grad @ weight`` at
+    every step).  ``out``: a 2-D product's result is written there where the library can (ATen), and copied
+    there otherwise."""
+    if ENABLED and x.dtype == torch.float32:
+        y = _onednn_linear(x, weight, bias)
+        return y if out is None else out.copy_(y)
+    if out is None:
+        return F.linear(x, weight, bias)
+    return torch.mm(x, weight.t(), out=out) if bias is None else torch.addmm(bias, x, weight.t(), out=out)
 
 
 class _OneDnnLinear(torch.autograd.Function):
@@ -193,8 +200,9 @@ class LoopWeight:
     ``[N, K]`` gradient into the total.  Here each step keeps its ``(x_t, g_t)``; the loop's
     first step, whose backward runs last because every later step depends on it, computes
     ``cat(g).T @ cat(x)`` once.  The input gradients stay per step (the recurrence needs them).
-    Make one per loop (one forward pass); off the float32 CPU path (:func:`cpu_float32`: GPUs,
-    bf16 autocast), or where the weight needs no gradient, a call is plain :func:`linear`.
+    Make one per loop (one forward pass).  It sums on the CPU, in float32 (:func:`cpu_float32`)
+    and under autocast (:func:`_cpu_autocast`: the weight and bias are cast once, here); on GPUs,
+    or where the weight needs no gradient, a call is plain :func:`linear`.
 
     A batched weight ``[B, N, K]`` (one matrix per sentence: attention keys, or the transposed
     encoder states a context is read from) gives ``bmm(x_t, weight^T)`` for ``x_t`` ``[B, R, K]``.
@@ -211,6 +219,8 @@ class LoopWeight:
         if torch.is_autocast_enabled(kind) and weight.dtype == torch.float32:
             # cast once per loop, not at every step: autocast caches the casts of leaf weights only
             weight = weight.to(torch.get_autocast_dtype(kind))
+            if bias is not None and bias.dtype == torch.float32:
+                bias = bias.to(weight.dtype)
         self.weight = weight if weight.dim() == 3 or _dense(weight) else weight.contiguous()  # bmm reads any layout
         self.bias = bias if bias is None or bias.is_contiguous() else bias.contiguous()
         self.calls = 0
@@ -227,10 +237,28 @@ class LoopWeight:
                 return torch.bmm(x, w.transpose(1, 2))
             self.calls += 1
             return _LoopStepLinear.apply(x, w, None, self, self.calls == 1)
-        if not (cpu_float32(x, w, b) and torch.is_grad_enabled() and wants_grad):
+        if not (torch.is_grad_enabled() and wants_grad):
             return linear(x, w, b)
+        if not cpu_float32(x, w, b):
+            if not _cpu_autocast(x, w):
+                return linear(x, w, b)
+            x = x.to(w.dtype)  # what linear's autocast would do
         self.calls += 1
         return _LoopStepLinear.apply(x if _dense(x) else x.contiguous(), w, b, self, self.calls == 1)
+
+
+def _cpu_autocast(x: Tensor, weight: Tensor) -> bool:
+    """Whether ``x @ weight.T`` is a CPU product under autocast whose weight :class:`LoopWeight`
+    has cast to the autocast type already.
+
+    Why the loop sums these too: under bf16 autocast each step's weight gradient was one
+    ``[N, K]`` bf16 product with an inner size of one batch, added into the cast weight's
+    gradient in bf16 at every step; on the Intel host measured those additions alone took an
+    eighth of a ``luong_small`` update.  One product over all steps (AMX or AVX-512 bf16, float32
+    accumulation inside) does the sum once and rounds it once."""
+    return (weight.device.type == "cpu" and x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+            and weight.dim() == 2 and weight.dtype == torch.get_autocast_dtype("cpu")
+            and x.dim() >= 2 and x.numel() > 0 and weight.numel() > 0)
 
 
 class _LoopStepLinear(torch.autograd.Function):
@@ -243,7 +271,7 @@ class _LoopStepLinear(torch.autograd.Function):
         ctx.loop, ctx.first, ctx.has_bias = loop, first, bias is not None
         if weight.dim() == 3:
             return torch.bmm(x, weight.transpose(1, 2))
-        return _product(x, weight, bias)
+        return product(x, weight, bias)
 
     @staticmethod
     @once_differentiable
@@ -262,7 +290,7 @@ class _LoopStepLinear(torch.autograd.Function):
             xs, gs = torch.cat([s[0] for s in loop.steps], dim=1), torch.cat([s[1] for s in loop.steps], dim=1)
             loop.steps = []
             return gx, torch.bmm(gs.transpose(1, 2), xs) if ctx.needs_input_grad[1] else None, None, None, None
-        gx = _product(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
+        gx = product(grad, weight.t(), None) if ctx.needs_input_grad[0] else None
         loop.steps.append((x.reshape(-1, x.size(-1)), grad.reshape(-1, grad.size(-1))))
         if not ctx.first:
             return gx, None, None, None, None
@@ -271,7 +299,7 @@ class _LoopStepLinear(torch.autograd.Function):
         loop.steps = []
         gw = None
         if ctx.needs_input_grad[1]:  # oneDNN as _OneDnnLinear; MKL reads the transposes in place
-            gw = _onednn_linear(xs.t(), gs.t(), None).t() if ENABLED else gs.t().mm(xs)
+            gw = _onednn_linear(xs.t(), gs.t(), None).t() if ENABLED and xs.dtype == torch.float32 else gs.t().mm(xs)
         gb = gs.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return gx, gw, gb, None, None
 

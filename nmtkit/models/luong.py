@@ -365,11 +365,11 @@ class LuongModel(Seq2SeqModel):
             htilde, attn = self._attend(top, enc, steps)
         return enc, top, htilde, attn
 
-    def forward(
+    def forward_features(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         _, _, htilde, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
-        return self.output_projection(self.output_dropout(htilde)), attn
+        return self.output_dropout(htilde), attn
 
     def forward_with_posterior(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor

@@ -136,15 +136,15 @@ class RNNEncDecModel(Seq2SeqModel):
         top, h = self.decoder(emb, layers_first(state["h"]))
         return top, {"h": batch_first(h)}
 
-    def _logits(self, prev_top: Tensor, top: Tensor, emb: Tensor, enc: EncoderOutput) -> Tensor:
-        """Output layer for ``[B, T, *]`` steps: the top state (plain), or Bahdanau's maxout
-        over ``s_{i-1}`` (``prev_top``), ``E y_{i-1}`` and the summary."""
+    def _features(self, prev_top: Tensor, top: Tensor, emb: Tensor, enc: EncoderOutput) -> Tensor:
+        """What the output layer reads for ``[B, T, *]`` steps: the top state (plain), or
+        Bahdanau's maxout over ``s_{i-1}`` (``prev_top``), ``E y_{i-1}`` and the summary."""
         if not self.bahdanau:
-            return self.project_output(self.output_dropout(top))
+            return self.output_dropout(top)
         ctx = enc.extra["context"].unsqueeze(1).expand(-1, emb.size(1), -1)
         t_pre = self.deep_output(torch.cat([prev_top, emb, ctx], dim=-1))
         t = t_pre.view(*t_pre.shape[:-1], -1, 2).max(dim=-1).values
-        return self.project_output(self.output_dropout(t))
+        return self.output_dropout(t)
 
     def decode_step(
         self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput, need_attention: bool = True
@@ -154,10 +154,10 @@ class RNNEncDecModel(Seq2SeqModel):
             enc = EncoderOutput(enc.states, enc.mask, {**enc.extra, "context": enc.extra["context"].repeat_interleave(g, 0)})
         emb = self.embed_dropout(self.tgt_embed(prev_tokens).unsqueeze(1))
         top, new_state = self._run(emb, state, enc)
-        logits = self._logits(state["h"][:, -1:], top, emb, enc).squeeze(1)
+        logits = self.project_output(self._features(state["h"][:, -1:], top, emb, enc).squeeze(1))
         return log_probs(logits), None, new_state
 
-    def forward(
+    def forward_features(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
@@ -165,4 +165,4 @@ class RNNEncDecModel(Seq2SeqModel):
         emb = self.embed_dropout(self.tgt_embed(prev_output_tokens))
         top, _ = self._run(emb, state, enc)
         prev_top = torch.cat([state["h"][:, -1:], top[:, :-1]], dim=1) if self.bahdanau else top
-        return self._logits(prev_top, top, emb, enc), None
+        return self._features(prev_top, top, emb, enc), None

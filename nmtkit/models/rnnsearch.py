@@ -170,19 +170,19 @@ class RNNSearchModel(Seq2SeqModel):
             attns.append(weights)
         return torch.stack(prev_tops, dim=1), torch.stack(outs, dim=1), torch.stack(attns, dim=1)
 
-    def forward(
+    def forward_features(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc, _, prev_tops, outs, attn = self._teacher_forced(src_tokens, src_lengths, prev_output_tokens)
-        logits = self.output_projection(self.output_dropout(outs))
+        features = self.output_dropout(outs)
         if self.align_head is None:
-            return logits, attn
+            return features, attn
         if not need_attention:
-            return logits, None
+            return features, None
         target_emb = self.embed_dropout(self.tgt_embed(next_tokens(prev_output_tokens)))
         query = torch.cat([prev_tops, target_emb], dim=-1)  # [B, T, H + E]: all steps at once
         _, weights = self.align_head(query, enc.states, enc.mask, self.align_head.precompute_keys(enc.states))
-        return logits, weights
+        return features, weights
 
     def forward_with_posterior(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor

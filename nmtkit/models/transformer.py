@@ -363,7 +363,7 @@ class TransformerModel(Seq2SeqModel):
         logits = self.project_output(out[:, 0])
         return log_probs(logits), (None if align is None else align[:, 0]), new_state
 
-    def forward(
+    def forward_features(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         enc = self.encode(src_tokens, src_lengths)
@@ -372,7 +372,7 @@ class TransformerModel(Seq2SeqModel):
         out, align, _ = self._decode(x, enc, None, need_weights=need_attention and not full)
         if full and need_attention:
             align = self._full_context_alignment(x, enc, prev_output_tokens.ne(PAD_ID))
-        return self.output_projection(out), align
+        return out, align
 
     def _full_context_alignment(self, x: Tensor, enc: EncoderOutput, tgt_mask: Tensor) -> Tensor:
         """The alignment layer's cross-attention ``[B, T, S]`` when every target position sees

@@ -11,8 +11,9 @@ from typing import Optional
 import torch
 
 from nmtkit.data.dataset import ParallelDataset, collate, make_batches
+from nmtkit.models.base import Seq2SeqModel
 from nmtkit.train.ema import averaged
-from nmtkit.train.loss import sequence_loss
+from nmtkit.train.loss import chunked_loss_applies, output_layer_loss, sequence_loss
 from nmtkit.train.run import TrainingRun
 from nmtkit.train.state import TrainState
 from nmtkit.utils.amp import autocast
@@ -28,7 +29,7 @@ def validate(run: TrainingRun) -> Optional[dict]:
 
 
 @torch.inference_mode()
-def valid_loss(model: torch.nn.Module, valid_set: ParallelDataset, max_tokens: Optional[int], batch_size: Optional[int],
+def valid_loss(model: Seq2SeqModel, valid_set: ParallelDataset, max_tokens: Optional[int], batch_size: Optional[int],
                device: torch.device, amp_dtype: Optional[torch.dtype]) -> dict:
     """Per-token NLL and perplexity of ``model`` on ``valid_set``, batched like training (unshuffled)."""
     model.eval()
@@ -36,9 +37,14 @@ def valid_loss(model: torch.nn.Module, valid_set: ParallelDataset, max_tokens: O
     batches = make_batches(valid_set.src_sizes, valid_set.tgt_sizes, max_tokens, batch_size, shuffle=False)
     for b in batches:
         batch = collate([valid_set[i] for i in b], b).to(device)
+        chunked = chunked_loss_applies(device) and model.trains_from_features()
         with autocast(device, amp_dtype):
-            logits, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens, need_attention=False)
-        _, nll = sequence_loss(logits, batch.target)
+            out, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens, need_attention=False,
+                           features_only=chunked)
+            if chunked:
+                _, nll = output_layer_loss(out, model.output_projection, batch.target)
+        if not chunked:
+            _, nll = sequence_loss(out, batch.target)
         tot_nll += float(nll)
         tot_tok += batch.ntokens
     loss = tot_nll / max(tot_tok, 1)

@@ -288,3 +288,38 @@ def test_log_probs_overwrite_a_temporary_but_keep_autograd_whole() -> None:
     assert torch.equal(leaf.detach(), logits) and out.data_ptr() != leaf.data_ptr()
     torch.testing.assert_close(leaf.grad, torch.eye(7)[2].expand(3, 7) - torch.softmax(logits, -1))
     assert log_probs(logits.bfloat16()).dtype == torch.float32
+
+
+@pytest.mark.parametrize("arch,opts", [("luong_tiny", {}), ("rnnsearch_tiny", dict(alignment_head=True)),
+                                       ("rnnencdec_tiny", {}), ("rnnencdec_tiny", dict(bahdanau_decoder=True, cell="gru")),
+                                       ("transformer_test", {})],
+                         ids=lambda x: x if isinstance(x, str) else "-".join(map(str, x)))
+def test_features_are_what_the_output_layer_maps_to_the_logits(arch: str, opts: dict) -> None:
+    """Every built-in model trains from its features (the chunked loss, never the [B, T, V] logits):
+    ``forward(features_only=True)`` gives exactly what ``output_projection`` maps to ``forward``'s
+    logits, with the same attention."""
+    model = tiny_model(arch, **opts).eval()
+    assert model.trains_from_features()
+    src, lengths, prev, _ = sample_batch()
+    with torch.no_grad():
+        logits, attn = model(src, lengths, prev)
+        features, attn_f = model(src, lengths, prev, features_only=True)
+    assert features.shape[:2] == logits.shape[:2] and features.size(-1) == model.output_projection.in_features
+    torch.testing.assert_close(model.output_projection(features), logits, atol=0, rtol=0)
+    assert (attn is None) == (attn_f is None)
+    if attn is not None:
+        torch.testing.assert_close(attn_f, attn, atol=0, rtol=0)
+
+
+def test_a_model_with_its_own_forward_trains_from_its_logits() -> None:
+    """A model that overrides ``forward`` (its logits are not ``output_projection(features)``)
+    is trained from the logits it returns."""
+
+    class OwnForward(type(tiny_model("luong_tiny"))):  # type: ignore[misc]
+        def forward(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+            logits, attn = super().forward(*args, **kwargs)
+            return logits * 2, attn
+
+    model = tiny_model("luong_tiny")
+    model.__class__ = OwnForward
+    assert not model.trains_from_features()

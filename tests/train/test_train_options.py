@@ -82,8 +82,10 @@ def manual_gradient(trainer: Trainer, indices: list[int], per: str) -> tuple[dic
 def test_loss_norm_update_is_the_gradient_of_the_normalised_sum(data_dir, tmp_path, loss_norm):
     """One SGD step (lr 1, no clipping): the parameters move by exactly minus the gradient of
     (per-sentence summed NLL) / sentences, or / target tokens for ``token``; the logged gnorm is
-    that gradient's norm."""
+    that gradient's norm.  The trainer computes its loss in chunks from the model's features
+    (output_layer_loss), the expected gradient from the whole logits (sequence_loss)."""
     trainer = make_trainer(data_dir, tmp_path / "s", loss_norm=loss_norm)
+    assert trainer.run.loss_from_features
     indices = list(range(len(trainer.train_set)))
     expected, norm = manual_gradient(trainer, indices, loss_norm)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}

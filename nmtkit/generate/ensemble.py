@@ -11,7 +11,7 @@ members that report attention (``None`` when none does).
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Iterator, Optional, Sequence, cast
 
 import torch
@@ -154,6 +154,14 @@ class EnsembleModel(nn.Module):
             attns.append(a)
             new_states.append(ns)
         return mean_log_probs(lps), (mean_attention(attns) if need_attention else None), new_states
+
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """One batch's search by every member (:meth:`Seq2SeqModel.searching`)."""
+        with ExitStack() as stack:
+            for m in self.members:
+                stack.enter_context(m.searching())
+            yield
 
     @contextmanager
     def restrict_output(self, ids: Optional[Tensor]) -> Iterator[None]:

@@ -23,8 +23,9 @@ Conventions (all tensors batch-first, except what a model keeps in its own decod
 from __future__ import annotations
 
 from abc import ABCMeta, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -137,7 +138,8 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         self.src_dict = src_dict
         self.tgt_dict = tgt_dict
 
-    # -- to implement (abstract: a subclass missing one cannot be instantiated) -------
+    # -- to implement (abstract: a subclass missing one cannot be instantiated; and one of
+    # -- forward_features / forward, which the registry checks) --------------------------
     @abstractmethod
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
         """Run the encoder once per sentence."""
@@ -220,7 +222,7 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
     #: The output layer restricted to a vocabulary shortlist, or None (see restrict_output).
     _output_rows: Optional[Callable[[Tensor], Tensor]] = None
-    #: The output layer as decode_step computes it (see project_output), made on first use.
+    #: The output layer of the search under way (see :meth:`searching`), or None.
     _packed_output: Optional["PackedOutputLayer"] = None
 
     def restrict_output(self, ids: Optional[Tensor]) -> None:
@@ -231,22 +233,30 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
         self._output_rows = None if ids is None else select_output_rows(self.output_projection, ids)
 
+    @contextmanager
+    def searching(self) -> Iterator[None]:
+        """One batch's search: its weights stay as they are, so the output layer may be prepared
+        once for all its steps (:class:`~nmtkit.models.gemm.PackedOutputLayer`, the bias folded
+        into the product on the MKL path).  Scoped to the block, not cached on the model: an
+        optimizer step (the fused Adam bumps no version counter), an EMA swap or a checkpoint
+        loaded between two searches can never be served stale."""
+        from nmtkit.models.gemm import PackedOutputLayer
+
+        layer = getattr(self, "output_projection", None)  # a model may compute its log-probs otherwise
+        self._packed_output = PackedOutputLayer(layer.weight, layer.bias) if isinstance(layer, nn.Linear) else None
+        try:
+            yield
+        finally:
+            self._packed_output = None
+
     def project_output(self, x: Tensor) -> Tensor:
-        """The output layer (logits) as ``decode_step`` uses it: over the shortlist when one is set,
-        through a :class:`~nmtkit.models.gemm.PackedOutputLayer` (the bias folded into the product
-        where that is faster, at inference) when the layer is an ``nn.Linear``."""
+        """The output layer (logits) as ``decode_step`` uses it: over the shortlist when one is
+        set, else as prepared for the search under way (:meth:`searching`), else the layer."""
         rows = self._output_rows
         if rows is not None:
             return rows(x)
-        layer = self.output_projection
-        if not isinstance(layer, nn.Linear):  # an int8/bf16 form computes its own way
-            return layer(x)
         packed = self._packed_output
-        if packed is None or packed.weight is not layer.weight or packed.bias is not layer.bias:
-            from nmtkit.models.gemm import PackedOutputLayer
-
-            packed = self._packed_output = PackedOutputLayer(layer.weight, layer.bias)
-        return packed(x)
+        return self.output_projection(x) if packed is None else packed(x)
 
     def trains_from_features(self) -> bool:
         """Whether ``forward(..., features_only=True)`` gives what :attr:`output_projection` (an

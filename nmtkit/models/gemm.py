@@ -156,34 +156,23 @@ class PackedOutputLayer:
     copy took a third as long as the product itself.  With the bias a row of the weight the
     product writes its result once.  The ``[K, N]`` layout also ran faster than ``F.linear``'s
     transposed weight there, most at small batches (5 rows: 0.36 against 0.62 ms).  It applies
-    to float32 CPU products through MKL that need no gradient (translation, validation,
-    scoring); oneDNN (AMD) adds the bias inside its product already.  The packed copy is made
-    on first use and again whenever the weight or bias changes (a training step, a checkpoint
-    loaded, a move to another device), so it never serves stale parameters."""
+    to float32 CPU products through MKL that need no gradient; oneDNN (AMD) adds the bias inside
+    its product already.  Made for one search, whose weights do not change (the copy is packed
+    at its first product): see :meth:`nmtkit.models.base.Seq2SeqModel.searching` and
+    :func:`nmtkit.models.common.select_output_rows` (a shortlist's rows, sliced per batch)."""
 
     def __init__(self, weight: Tensor, bias: Optional[Tensor] = None) -> None:
         self.weight, self.bias = weight, bias
-        self._key: Optional[tuple[int, ...]] = None
         self._packed: Optional[Tensor] = None
-
-    def _current(self) -> tuple[int, ...]:
-        def state(t: Tensor) -> tuple[int, int]:
-            # an inference tensor (a shortlist's rows, sliced under inference_mode) keeps no
-            # version counter; it is made for one batch and never written to
-            return t.data_ptr(), -1 if t.is_inference() else t._version
-
-        return state(self.weight) + (() if self.bias is None else state(self.bias))
 
     def __call__(self, x: Tensor) -> Tensor:
         w, b = self.weight, self.bias
         if ENABLED or not cpu_float32(x, w, b) or (torch.is_grad_enabled() and (
                 x.requires_grad or w.requires_grad or (b is not None and b.requires_grad))):
             return linear(x, w, b)
-        key = self._current()
-        if self._packed is None or key != self._key:
+        if self._packed is None:
             with torch.no_grad():
                 self._packed = (w if b is None else torch.cat([w, b[:, None]], dim=1)).t().contiguous()
-            self._key = key
         flat = x.reshape(-1, x.size(-1))
         if b is not None:
             flat = torch.cat([flat, flat.new_ones(flat.size(0), 1)], dim=1)

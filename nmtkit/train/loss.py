@@ -69,6 +69,10 @@ def sequence_loss(logits: Tensor, target: Tensor, label_smoothing: float = 0.0) 
 #: Elements of one chunk's ``[rows, V]`` logits in :func:`output_layer_loss` (8 MB in float32):
 #: small enough to stay in a core's cache between its passes, large enough for full-speed products.
 CHUNK_ELEMENTS = 2 ** 21
+#: The fewest rows of a chunk whatever the vocabulary: every float32 chunk adds its product into
+#: the ``[V, F]`` weight gradient, a pass over it that must stay small beside the chunk's products
+#: (measured only at V = 8k, where a chunk is 263 rows).
+MIN_CHUNK_ROWS = 256
 
 
 def chunked_loss_applies(device: torch.device) -> bool:
@@ -79,8 +83,9 @@ def chunked_loss_applies(device: torch.device) -> bool:
 
 def output_layer_loss(features: Tensor, layer: torch.nn.Linear, target: Tensor,
                       label_smoothing: float = 0.0) -> tuple[Tensor, Tensor]:
-    """:func:`sequence_loss` of ``layer(features)`` (the model's output layer), without ever holding
-    the ``[N, V]`` logits: (loss sum, NLL sum), the same values and gradients.
+    """:func:`sequence_loss` of ``layer(features)`` (the model's output layer), without holding the
+    float32 ``[N, V]`` logits and their gradient: (loss sum, NLL sum), the same values and
+    gradients.
 
     Why: on the CPU the largest tensors of a training step are the output layer's logits and their
     gradient (``[N, V]`` floats, beyond every cache), and each of the ten or so passes over them
@@ -89,11 +94,16 @@ def output_layer_loss(features: Tensor, layer: torch.nn.Linear, target: Tensor,
     gradient contributions (the softmax times the weight, its transpose times the features, its
     column sums) are made in the forward pass, while the chunk is at hand; the backward pass only
     combines them with the incoming scalars.  On the Intel host measured (3,200 rows, V 7,969,
-    one thread, float32) the forward and backward of the output layer and loss took 259 ms
-    against 395 ms.  Under autocast the products run in its type, as ``F.linear``'s would, and
-    the log-softmax in float32, as :func:`sequence_loss`'s."""
+    one thread, float32) the forward and backward of the output layer and loss took 289 ms
+    against 407 ms.  Under autocast the products run in its type, as ``F.linear``'s would, and
+    the log-softmax in float32, as :func:`sequence_loss`'s; there the softmax of every row is
+    kept in the autocast type (``[N, V]`` at half the bytes) for one product per gradient.
+    Without gradients (validation) only the loss is computed."""
     flat = features.reshape(-1, features.size(-1))
-    return _OutputLayerLoss.apply(flat, layer.weight, layer.bias, target.reshape(-1), float(label_smoothing))
+    # inside the Function the grad mode is always off, and its needs_input_grad follows only the
+    # inputs' requires_grad: validation (no_grad, inference_mode) must say it wants no gradients
+    return _OutputLayerLoss.apply(flat, layer.weight, layer.bias, target.reshape(-1), float(label_smoothing),
+                                  torch.is_grad_enabled())
 
 
 class _OutputLayerLoss(torch.autograd.Function):
@@ -105,13 +115,13 @@ class _OutputLayerLoss(torch.autograd.Function):
     three products and the backward pass adds the (cheap) one-hot and uniform terms."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor, smoothing: float  # noqa: ANN001
-                ) -> tuple[Tensor, Tensor]:
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Optional[Tensor], target: Tensor, smoothing: float,  # noqa: ANN001
+                grad_enabled: bool) -> tuple[Tensor, Tensor]:
         kind = x.device.type
         dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype
         real = (target != PAD_ID).nonzero().squeeze(1)
         tgt = target.index_select(0, real)
-        needs = ctx.needs_input_grad
+        needs = ctx.needs_input_grad if grad_enabled else (False,) * 3
         with torch.autocast(kind, enabled=False), torch.no_grad():
             xs = x.index_select(0, real).to(dtype)
             w = weight.to(dtype)
@@ -123,7 +133,7 @@ class _OutputLayerLoss(torch.autograd.Function):
             gb = torch.zeros(vocab, dtype=acc, device=x.device) if bias is not None and needs[2] else None
             nll = torch.zeros((), dtype=acc, device=x.device)
             mean_lp = torch.zeros((), dtype=acc, device=x.device)
-            rows = max(1, min(n, CHUNK_ELEMENTS // max(vocab, 1)))
+            rows = max(1, min(n, max(MIN_CHUNK_ROWS, CHUNK_ELEMENTS // max(vocab, 1))))
             # one buffer for every chunk's logits (a fresh [rows, V] each chunk costs page faults),
             # and one for their float32 copy under autocast
             buf = xs.new_empty(rows, vocab)
@@ -205,4 +215,4 @@ class _OutputLayerLoss(torch.autograd.Function):
             if eps > 0:
                 grad_b -= c * tgt.numel()
             grad_b = grad_b.to(ctx.bias_dtype)
-        return grad_x, grad_w, grad_b, None, None
+        return grad_x, grad_w, grad_b, None, None, None

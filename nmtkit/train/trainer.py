@@ -88,8 +88,10 @@ class Trainer:
         with (nullcontext() if sync or no_sync is None else no_sync()):
             with autocast(self.run.device, self.run.amp_dtype):
                 guided = self.run.opt.guided_alignment_weight > 0
+                # features_only only where asked: a model with its own forward need not take it
+                features = {"features_only": True} if self.run.loss_from_features else {}
                 out, attn = self.run.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens,
-                                               need_attention=guided, features_only=self.run.loss_from_features)
+                                               need_attention=guided, **features)
                 if self.run.loss_from_features:  # the output layer's products under autocast, like the model's
                     loss, nll = output_layer_loss(out, self.run.model.output_projection, batch.target,
                                                   self.run.opt.label_smoothing)

@@ -39,8 +39,9 @@ def valid_loss(model: Seq2SeqModel, valid_set: ParallelDataset, max_tokens: Opti
         batch = collate([valid_set[i] for i in b], b).to(device)
         chunked = chunked_loss_applies(device) and model.trains_from_features()
         with autocast(device, amp_dtype):
+            features = {"features_only": True} if chunked else {}  # a model with its own forward need not take it
             out, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens, need_attention=False,
-                           features_only=chunked)
+                           **features)
             if chunked:
                 _, nll = output_layer_loss(out, model.output_projection, batch.target)
         if not chunked:

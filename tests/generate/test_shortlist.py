@@ -75,6 +75,22 @@ def test_greedy_output_is_kept_when_the_shortlist_holds_it(tmp_path, arch):
         assert b[0].log_prob > a[0].log_prob
 
 
+def test_the_fixed_shape_searcher_hands_a_shortlist_to_the_eager_one_whole(tmp_path):
+    """``--cuda-graphs`` with ``--shortlist`` (and any batch the graphs do not take, as every CPU
+    batch): the eager searcher runs with the output layer restricted, the same hypotheses as
+    the eager searcher's own, every token inside the shortlist."""
+    from nmtkit.generate.search import EagerSearch
+    from nmtkit.generate.search.fixed_shape import SearchGraphs
+
+    model, _ = load_ensemble(str(make_checkpoint(tmp_path / "m.pt", "luong_tiny", seed=3)))
+    src, lengths = _batch(model)
+    ids = torch.tensor([0, 1, 2, 3, 9, 12, 20])
+    o = search_options(beam=3, nbest=2, max_len_b=6)
+    graphs = SearchGraphs()(model, src, lengths, o, True, ids)
+    _same(graphs, EagerSearch()(model, src, lengths, o, True, ids))
+    assert all(t in ids.tolist() for hyps in graphs for h in hyps for t in h.tokens)
+
+
 def test_shortlist_contract():
     check_shortlist(torch.tensor([0, 1, 2, 3, 7]), 10)
     for bad in ([0, 1, 2, 3, 7, 5], [1, 2, 3, 4], [0, 1, 2, 3, 10], [0, 1, 2, 3, 3]):

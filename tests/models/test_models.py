@@ -294,32 +294,33 @@ def test_log_probs_overwrite_a_temporary_but_keep_autograd_whole() -> None:
                                        ("rnnencdec_tiny", {}), ("rnnencdec_tiny", dict(bahdanau_decoder=True, cell="gru")),
                                        ("transformer_test", {})],
                          ids=lambda x: x if isinstance(x, str) else "-".join(map(str, x)))
-def test_features_are_what_the_output_layer_maps_to_the_logits(arch: str, opts: dict) -> None:
-    """Every built-in model trains from its features (the chunked loss, never the [B, T, V] logits):
-    ``forward(features_only=True)`` gives exactly what ``output_projection`` maps to ``forward``'s
-    logits, with the same attention."""
-    model = tiny_model(arch, **opts).eval()
+def test_the_loss_from_the_features_is_the_loss_of_the_logits(arch: str, opts: dict) -> None:
+    """Every built-in model trains from its features (``forward(features_only=True)``, the
+    chunked loss, never the ``[B, T, V]`` logits): loss, NLL and every parameter's gradient equal
+    those of ``sequence_loss`` over ``forward``'s logits, in float64; the attention is the same."""
+    from nmtkit.train.loss import output_layer_loss, sequence_loss
+
+    model = tiny_model(arch, **opts).double().eval()
     assert model.trains_from_features()
-    src, lengths, prev, _ = sample_batch()
-    with torch.no_grad():
-        logits, attn = model(src, lengths, prev)
-        features, attn_f = model(src, lengths, prev, features_only=True)
-    assert features.shape[:2] == logits.shape[:2] and features.size(-1) == model.output_projection.in_features
-    torch.testing.assert_close(model.output_projection(features), logits, atol=0, rtol=0)
-    assert (attn is None) == (attn_f is None)
-    if attn is not None:
-        torch.testing.assert_close(attn_f, attn, atol=0, rtol=0)
-
-
-def test_a_model_with_its_own_forward_trains_from_its_logits() -> None:
-    """A model that overrides ``forward`` (its logits are not ``output_projection(features)``)
-    is trained from the logits it returns."""
-
-    class OwnForward(type(tiny_model("luong_tiny"))):  # type: ignore[misc]
-        def forward(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
-            logits, attn = super().forward(*args, **kwargs)
-            return logits * 2, attn
-
-    model = tiny_model("luong_tiny")
-    model.__class__ = OwnForward
-    assert not model.trains_from_features()
+    src, lengths, prev, target = sample_batch()
+    results = []
+    for from_features in (False, True):
+        model.zero_grad()
+        out, attn = model(src, lengths, prev, features_only=from_features)
+        if from_features:
+            assert out.size(-1) == model.output_projection.in_features
+            loss, nll = output_layer_loss(out, model.output_projection, target, 0.1)
+        else:
+            loss, nll = sequence_loss(out, target, 0.1)
+        (loss + 0.5 * nll).backward()
+        results.append(([loss.detach(), nll.detach()], attn, {n: p.grad.clone() for n, p in model.named_parameters()
+                                                              if p.grad is not None}))
+    (want, attn_want, grads_want), (got, attn_got, grads_got) = results
+    for a, b in zip(got, want):  # sequence_loss computes in float32: agreement to its rounding
+        torch.testing.assert_close(a, b.double(), atol=1e-5, rtol=1e-6)
+    assert grads_got.keys() == grads_want.keys() and len(grads_want) >= 5
+    for name in grads_want:
+        torch.testing.assert_close(grads_got[name], grads_want[name], atol=1e-6, rtol=1e-5, msg=lambda m: f"{name}: {m}")
+    assert (attn_got is None) == (attn_want is None)
+    if attn_want is not None:
+        torch.testing.assert_close(attn_got, attn_want, atol=0, rtol=0)

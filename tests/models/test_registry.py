@@ -32,7 +32,14 @@ class DummyConfig(BaseConfig):
     width: int = 3
 
 
-class Dummy(Seq2SeqModel):
+class TeacherForced:
+    """The teacher-forced pass every registered model brings (never called here)."""
+
+    def forward_features(self, src_tokens, src_lengths, prev_output_tokens, need_attention=True):  # noqa: ANN001, ANN201
+        raise AssertionError("not called")
+
+
+class Dummy(TeacherForced, Seq2SeqModel):
     Config = DummyConfig
 
 
@@ -86,6 +93,16 @@ def test_a_forward_without_need_attention_is_refused_at_registration() -> None:
 
     with pytest.raises(TypeError, match="decode_step must take need_attention"):
         Registry().register_model("old_step")(OldStep)
+
+
+def test_a_model_without_a_teacher_forced_pass_is_refused_at_registration() -> None:
+    """Neither forward_features nor forward of its own: refused when registered, not with
+    NotImplementedError in the first training step."""
+    class NoPass(Seq2SeqModel):
+        Config = DummyConfig
+
+    with pytest.raises(TypeError, match="must implement forward_features"):
+        Registry().register_model("no_pass")(NoPass)
 
 
 def test_preset_that_overwrites_a_user_option_is_caught(reg: Registry) -> None:
@@ -270,7 +287,7 @@ def test_a_new_config_field_is_a_new_flag_with_its_help_and_choices(reg: Registr
         secret: int = option(0, "Only --model-opt sets this.", flag=False)
         plain: float = field(default=0.5)
 
-    class Deeper(Seq2SeqModel):
+    class Deeper(TeacherForced, Seq2SeqModel):
         Config = DeeperConfig
 
     reg.register_model("deeper")(Deeper)
@@ -288,7 +305,7 @@ def test_a_field_with_two_types_in_two_models_is_refused(reg: Registry) -> None:
     class OtherConfig(BaseConfig):
         width: str = "wide"
 
-    class Other(Seq2SeqModel):
+    class Other(TeacherForced, Seq2SeqModel):
         Config = OtherConfig
 
     reg.register_model("other")(Other)

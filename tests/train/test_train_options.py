@@ -332,3 +332,60 @@ def test_choices_in_the_help_come_from_the_model_modules():
     for flag, choices in [("--attention", ATTENTION_TYPES), ("--score", SCORE_FUNCTIONS), ("--init", INIT_SCHEMES),
                           ("--cell", CELLS)]:
         assert re.search(rf"{flag}\s+\[?{re.escape('|'.join(choices))}\b", text), flag  # rich-click: in a column
+
+
+def test_a_model_with_its_own_forward_trains_and_validates_from_its_logits(data_dir, tmp_path):
+    """A model that overrides ``forward`` with the signature before ``features_only`` (its logits
+    need not be ``output_projection(features)``) is trained and validated from the logits it
+    returns: the trainer never passes it ``features_only``."""
+    from nmtkit.train.validation import valid_loss
+
+    trainer = make_trainer(data_dir, tmp_path / "own")
+    base = type(trainer.model)
+
+    class OwnForward(base):  # type: ignore[misc, valid-type]
+        def forward(self, src_tokens, src_lengths, prev_output_tokens, need_attention=True):  # noqa: ANN001, ANN201
+            logits, attn = base.forward(self, src_tokens, src_lengths, prev_output_tokens, need_attention)
+            return logits * 0.5, attn  # its own logits: a loss from the features would differ
+
+    plain = valid_loss(trainer.model, trainer.run.valid_set, None, 6, torch.device("cpu"), None)["valid_loss"]
+    trainer.model.__class__ = OwnForward
+    assert not trainer.run.loss_from_features
+    own = valid_loss(trainer.model, trainer.run.valid_set, None, 6, torch.device("cpu"), None)["valid_loss"]
+    assert math.isfinite(own) and own != pytest.approx(plain)
+    out = trainer.train_step([list(range(len(trainer.train_set)))])
+    assert math.isfinite(out["nll"]) and math.isfinite(out["gnorm"])
+
+
+def test_a_search_step_reads_the_weights_of_the_moment(data_dir, tmp_path):
+    """A search's output layer (packed on the MKL path, once per search) serves the weights of
+    its moment: after the trainer's fused Adam updates (which bump no version counter), inside
+    and after an EMA swap; outside a search the layer itself computes."""
+    from nmtkit.models import gemm
+    from nmtkit.train.ema import WeightAverage
+
+    trainer = make_trainer(data_dir, tmp_path / "packed", optimizer="adam", lr=0.01)
+    model, layer = trainer.model, trainer.model.output_projection
+    x = torch.randn(5, layer.in_features)
+
+    def check() -> None:
+        with torch.no_grad():
+            want = torch.nn.functional.linear(x, layer.weight, layer.bias)
+            for _ in range(2):  # a search's steps: the second reads what the first prepared
+                with model.searching():
+                    torch.testing.assert_close(model.project_output(x), want, atol=1e-5, rtol=1e-5)
+                    torch.testing.assert_close(model.project_output(x), want, atol=1e-5, rtol=1e-5)
+                    if not gemm.ENABLED:  # the MKL path: the packed product is what ran
+                        assert model._packed_output is not None and model._packed_output._packed is not None
+            assert model._packed_output is None
+            torch.testing.assert_close(model.project_output(x), want, atol=1e-5, rtol=1e-5)
+
+    ema = WeightAverage(model, 0.5)
+    for _ in range(2):
+        check()
+        trainer.train_step([list(range(len(trainer.train_set)))])
+        ema.update(model)
+    check()
+    with ema.swapped_in(model):
+        check()
+    check()

@@ -41,13 +41,15 @@ class EagerSearch:
     @torch.inference_mode()
     def __call__(self, model, src_tokens: Tensor, src_lengths: Tensor, options: SearchOptions,  # noqa: ANN001
                  return_attention: bool = True, shortlist: Optional[Tensor] = None) -> list[list[Hypothesis]]:
-        if shortlist is None:
-            return eager_search(model, src_tokens, src_lengths, options, return_attention)
-        from nmtkit.generate.shortlist import check_shortlist
+        if shortlist is not None:
+            from nmtkit.generate.shortlist import check_shortlist
 
-        check_shortlist(shortlist, len(model.tgt_dict))
-        with model.restrict_output(shortlist):
-            return eager_search(model, src_tokens, src_lengths, options, return_attention, shortlist)
+            check_shortlist(shortlist, len(model.tgt_dict))
+        with model.searching():
+            if shortlist is None:
+                return eager_search(model, src_tokens, src_lengths, options, return_attention)
+            with model.restrict_output(shortlist):
+                return eager_search(model, src_tokens, src_lengths, options, return_attention, shortlist)
 
 
 def choose_searcher(cuda_graphs: bool = False) -> Searcher:

@@ -32,8 +32,7 @@ from torch import Tensor
 
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID
 from nmtkit.errors import NmtkitError
-from nmtkit.generate.search import rules
-from nmtkit.generate.search.eager import eager_search
+from nmtkit.generate.search import EagerSearch, rules
 from nmtkit.generate.search.hypothesis import Hypothesis
 from nmtkit.generate.search.topk import exact_topk
 from nmtkit.generate.search_options import SearchOptions
@@ -165,7 +164,9 @@ class SearchGraphs:
             found = self.search(model, src_tokens, src_lengths, options, return_attention)
             if found is not None:
                 return found
-        return eager_search(model, src_tokens, src_lengths, options, return_attention, shortlist)
+        # the eager searcher as a whole: it restricts the output layer to the shortlist (the
+        # executor alone would read full-vocabulary columns as shortlist ones) and prepares it
+        return EagerSearch()(model, src_tokens, src_lengths, options, return_attention, shortlist)
 
     def search(self, model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOptions,  # noqa: ANN001
                return_attention: bool) -> Optional[list[list[Hypothesis]]]:

@@ -51,6 +51,7 @@ class TableModel(Seq2SeqModel):
         super().__init__(None, src_dict, tgt_dict)
         self.fn = fn
         self.has_attention = attention
+        self.output_projection = nn.Identity()  # forward_features returns the log-probs themselves
         self.rows = 0  # rows decoded so far, to check that finished sentences leave the batch
 
     def _probs(self, src: tuple[str, ...], prefix: tuple[str, ...]) -> list[float]:
@@ -95,7 +96,7 @@ class TableModel(Seq2SeqModel):
         attn = torch.tensor(rows_a) if self.has_attention else None
         return lp, attn, {"prefix": prefix, "length": length}
 
-    def forward(self, src_tokens, src_lengths, prev_output_tokens, need_attention=True):
+    def forward_features(self, src_tokens, src_lengths, prev_output_tokens, need_attention=True):
         return step_forward(self, src_tokens, src_lengths, prev_output_tokens)
 
 
@@ -132,6 +133,7 @@ class TinyLSTM(Seq2SeqModel):
         self.enc = nn.LSTM(cfg.emb, cfg.hidden, batch_first=True)
         self.dec = nn.LSTMCell(cfg.emb, cfg.hidden)
         self.out = nn.Linear(2 * cfg.hidden, len(tgt_dict))
+        self.output_projection = nn.Identity()  # forward_features returns shifted log-probs as logits
         with torch.no_grad():
             for p in self.parameters():
                 p.copy_(torch.randn(p.shape, generator=g) * 0.8)
@@ -161,7 +163,7 @@ class TinyLSTM(Seq2SeqModel):
         lp = torch.log_softmax(self.out(torch.cat([h, ctx], dim=1)), dim=-1)
         return lp, a, {"h": h, "c": c}
 
-    def forward(self, src_tokens, src_lengths, prev_output_tokens, need_attention=True):
+    def forward_features(self, src_tokens, src_lengths, prev_output_tokens, need_attention=True):
         lp, a = step_forward(self, src_tokens, src_lengths, prev_output_tokens)
         return lp * 1.0 + 3.0, a  # logits up to a constant: log_softmax must undo the shift
 

@@ -138,8 +138,7 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         self.src_dict = src_dict
         self.tgt_dict = tgt_dict
 
-    # -- to implement (abstract: a subclass missing one cannot be instantiated; and one of
-    # -- forward_features / forward, which the registry checks) --------------------------
+    # -- to implement (abstract: a subclass missing one cannot be instantiated) -------
     @abstractmethod
     def encode(self, src_tokens: Tensor, src_lengths: Tensor) -> EncoderOutput:
         """Run the encoder once per sentence."""
@@ -177,13 +176,14 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
         features, attn = self.forward_features(src_tokens, src_lengths, prev_output_tokens, need_attention)
         return (features if features_only else self.output_projection(features)), attn
 
+    @abstractmethod
     def forward_features(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, need_attention: bool = True
     ) -> tuple[Tensor, Optional[Tensor]]:
         """The teacher-forced pass up to the output layer: (features ``[B, T, F]``, attention as
-        :meth:`forward`'s).  Every built-in model implements this and inherits :meth:`forward`;
-        a model whose logits are not ``output_projection(features)`` overrides :meth:`forward`."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither forward nor forward_features")
+        :meth:`forward`'s); :meth:`forward` maps the features to logits by
+        :attr:`output_projection`.  A model that computes its logits otherwise returns them here
+        with a parameter-free ``output_projection`` (``nn.Identity``), and is trained from them."""
 
     def forward_with_posterior(
         self, src_tokens: Tensor, src_lengths: Tensor, prev_output_tokens: Tensor, targets: Tensor
@@ -260,7 +260,8 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
 
     def trains_from_features(self) -> bool:
         """Whether ``forward(..., features_only=True)`` gives what :attr:`output_projection` (an
-        ``nn.Linear``) maps to the logits: the inherited :meth:`forward`, of every built-in model."""
+        ``nn.Linear``) maps to the logits: every built-in model; not one whose output layer is of
+        another kind, nor one that overrides :meth:`forward`."""
         return type(self).forward is Seq2SeqModel.forward and isinstance(self.output_projection, nn.Linear)
 
     def num_parameters(self) -> int:

@@ -94,8 +94,8 @@ def product(x: Tensor, weight: Tensor, bias: Optional[Tensor], out: Optional[Ten
     else (and in the autocast type, see :func:`_cpu_autocast`) by ATen.  Not :func:`linear`:
     inside an autograd Function, which records nothing, and reading a transposed ``weight`` in
     place where ``linear`` would copy it contiguous (the backward pass's ``grad @ weight`` at
-    every step).  ``out``: a 2-D product's result is written there where the library can (ATen), and copied
-    there otherwise."""
+    every step).  ``out``: a 2-D product's result is written there where the library can (ATen),
+    and copied there otherwise."""
     if ENABLED and x.dtype == torch.float32:
         y = _onednn_linear(x, weight, bias)
         return y if out is None else out.copy_(y)

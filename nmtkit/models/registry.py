@@ -86,10 +86,9 @@ class Registry:
             if config is None or not dataclasses.is_dataclass(config):
                 raise TypeError(f"model {name!r}: {cls.__name__}.Config must be a dataclass")
             option_types(cast(type, config))  # fails early if an annotation cannot be resolved
-            if cls.forward is Seq2SeqModel.forward and cls.forward_features is Seq2SeqModel.forward_features:
-                raise TypeError(f"model {name!r}: {cls.__name__} must implement forward_features (or forward): "
-                                "the teacher-forced pass that training and scoring run")
-            for method, who in (("forward", "training and scoring pass it"), ("decode_step", "the search passes it")):
+            for method, who in (("forward", "training and scoring pass it"),
+                                ("forward_features", "training and scoring pass it"),
+                                ("decode_step", "the search passes it")):
                 params = inspect.signature(getattr(cls, method)).parameters
                 if "need_attention" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
                     raise TypeError(f"model {name!r}: {cls.__name__}.{method} must take need_attention "

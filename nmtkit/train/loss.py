@@ -1,7 +1,7 @@
 """Token-level cross-entropy with optional label smoothing, summed (callers normalize)."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import torch
 from torch import Tensor
@@ -9,6 +9,10 @@ from torch.autograd.function import once_differentiable
 
 from nmtkit.data.dictionary import PAD_ID
 from nmtkit.models import gemm
+
+if TYPE_CHECKING:
+    from nmtkit.data.dataset import Batch
+    from nmtkit.models.base import Seq2SeqModel
 
 
 class _SmoothedCrossEntropy(torch.autograd.Function):
@@ -76,10 +80,31 @@ CHUNK_ELEMENTS = 2 ** 21
 MIN_CHUNK_ROWS = 256
 
 
-def chunked_loss_applies(device: torch.device) -> bool:
-    """Whether training computes its loss by :func:`output_layer_loss`: on the CPU, where it was
-    measured; a GPU keeps :func:`sequence_loss` of the whole logits (unmeasured there)."""
-    return device.type == "cpu"
+def loss_from_features(model: "Seq2SeqModel", device: torch.device) -> bool:
+    """Whether :func:`teacher_forced_loss` computes ``model``'s loss by :func:`output_layer_loss`:
+    on the CPU, where it was measured (a GPU keeps :func:`sequence_loss` of the whole logits,
+    unmeasured there), for a model whose output layer is an ``nn.Linear`` over its features."""
+    return device.type == "cpu" and model.trains_from_features()
+
+
+def teacher_forced_loss(call: Callable[..., tuple[Tensor, Optional[Tensor]]], model: "Seq2SeqModel", batch: "Batch",
+                        label_smoothing: float = 0.0, need_attention: bool = False
+                        ) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+    """(loss sum, NLL sum, attention or None) of ``model`` on ``batch``, teacher-forced, the one
+    way training and validation compute it: from the features where :func:`loss_from_features`
+    (never holding the ``[N, V]`` logits), else from the logits.  ``call``: the model itself or
+    its DistributedDataParallel wrapper (which must see the call); run it under the autocast
+    wanted: the chunked loss makes its products in the autocast type, as the output layer would."""
+    from_features = loss_from_features(model, batch.target.device)
+    # features_only only where asked: a model that overrides forward need not take it
+    out, attn = call(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens, need_attention=need_attention,
+                     **({"features_only": True} if from_features else {}))
+    if from_features:
+        loss, nll = output_layer_loss(out, model.output_projection, batch.target, label_smoothing)
+    else:
+        with torch.autocast(out.device.type, enabled=False):  # as before: float32, outside autocast
+            loss, nll = sequence_loss(out, batch.target, label_smoothing)
+    return loss, nll, attn
 
 
 def output_layer_loss(features: Tensor, layer: torch.nn.Linear, target: Tensor,
@@ -143,7 +168,7 @@ class _OutputLayerLoss(torch.autograd.Function):
             # under autocast the softmax of every chunk is kept in the autocast type ([N, V] at
             # half the bytes) and multiplied once: one product per gradient, each accumulating in
             # float32 inside, instead of a product and a float32 addition of [V, F] per chunk
-            low = xs.new_empty(n, vocab) if grads and acc != dtype and (gx is not None or gw is not None) else None
+            low = xs.new_empty(n, vocab) if acc != dtype and (gx is not None or gw is not None) else None
             for s in range(0, n, rows):
                 xc, tc = xs[s:s + rows], tgt[s:s + rows]
                 m = xc.size(0)

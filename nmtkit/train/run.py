@@ -22,7 +22,6 @@ from nmtkit.train import distributed as distmod
 from nmtkit.train.divergence import DivergenceGuard
 from nmtkit.train.ema import WeightAverage
 from nmtkit.train.guided import check_guided_alignment
-from nmtkit.train.loss import chunked_loss_applies
 from nmtkit.train.optim import LRSchedule, build_optimizer
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.run_log import RunLog
@@ -65,12 +64,6 @@ class TrainingRun:
     saved_at: Optional[tuple[int, int, int]] = None
     written: dict[str, int] = field(default_factory=dict)
     _train_fingerprint: Optional[dict] = None
-
-    @property
-    def loss_from_features(self) -> bool:
-        """Whether the training loss is computed from the model's features by
-        :func:`~nmtkit.train.loss.output_layer_loss` (never holding the ``[N, V]`` logits)."""
-        return chunked_loss_applies(self.device) and self.model.trains_from_features()
 
     def log(self, record: dict) -> None:
         """Append ``record`` to train_log.jsonl and the TensorBoard curves (main process only)."""

@@ -26,7 +26,7 @@ from nmtkit.train.budget import TimeBudget
 from nmtkit.train.checkpoints import prune_epoch_checkpoints, saved_sizes
 from nmtkit.train.display import TrainDisplay, UpdateWindow, padding_summary, plot_learning_curve
 from nmtkit.train.guided import batch_alignment_loss
-from nmtkit.train.loss import output_layer_loss, sequence_loss
+from nmtkit.train.loss import teacher_forced_loss
 from nmtkit.train.optim import normalize_and_clip
 from nmtkit.train.options import TrainOptions
 from nmtkit.train.run import build_run
@@ -88,15 +88,8 @@ class Trainer:
         with (nullcontext() if sync or no_sync is None else no_sync()):
             with autocast(self.run.device, self.run.amp_dtype):
                 guided = self.run.opt.guided_alignment_weight > 0
-                # features_only only where asked: a model with its own forward need not take it
-                features = {"features_only": True} if self.run.loss_from_features else {}
-                out, attn = self.run.ddp_model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens,
-                                               need_attention=guided, **features)
-                if self.run.loss_from_features:  # the output layer's products under autocast, like the model's
-                    loss, nll = output_layer_loss(out, self.run.model.output_projection, batch.target,
-                                                  self.run.opt.label_smoothing)
-            if not self.run.loss_from_features:
-                loss, nll = sequence_loss(out, batch.target, self.run.opt.label_smoothing)
+                loss, nll, attn = teacher_forced_loss(self.run.ddp_model, self.run.model, batch,
+                                                      self.run.opt.label_smoothing, need_attention=guided)
             align = None
             if guided:
                 assert self.run.train_set.alignments is not None and attn is not None

@@ -13,7 +13,7 @@ import torch
 from nmtkit.data.dataset import ParallelDataset, collate, make_batches
 from nmtkit.models.base import Seq2SeqModel
 from nmtkit.train.ema import averaged
-from nmtkit.train.loss import chunked_loss_applies, output_layer_loss, sequence_loss
+from nmtkit.train.loss import teacher_forced_loss
 from nmtkit.train.run import TrainingRun
 from nmtkit.train.state import TrainState
 from nmtkit.utils.amp import autocast
@@ -37,15 +37,8 @@ def valid_loss(model: Seq2SeqModel, valid_set: ParallelDataset, max_tokens: Opti
     batches = make_batches(valid_set.src_sizes, valid_set.tgt_sizes, max_tokens, batch_size, shuffle=False)
     for b in batches:
         batch = collate([valid_set[i] for i in b], b).to(device)
-        chunked = chunked_loss_applies(device) and model.trains_from_features()
         with autocast(device, amp_dtype):
-            features = {"features_only": True} if chunked else {}  # a model with its own forward need not take it
-            out, _ = model(batch.src_tokens, batch.src_lengths, batch.prev_output_tokens, need_attention=False,
-                           **features)
-            if chunked:
-                _, nll = output_layer_loss(out, model.output_projection, batch.target)
-        if not chunked:
-            _, nll = sequence_loss(out, batch.target)
+            _, nll, _ = teacher_forced_loss(model, model, batch)
         tot_nll += float(nll)
         tot_tok += batch.ntokens
     loss = tot_nll / max(tot_tok, 1)

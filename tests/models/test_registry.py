@@ -95,14 +95,25 @@ def test_a_forward_without_need_attention_is_refused_at_registration() -> None:
         Registry().register_model("old_step")(OldStep)
 
 
-def test_a_model_without_a_teacher_forced_pass_is_refused_at_registration() -> None:
-    """Neither forward_features nor forward of its own: refused when registered, not with
-    NotImplementedError in the first training step."""
+def test_a_model_without_a_teacher_forced_pass_cannot_be_built() -> None:
+    """forward_features is abstract: a model without it fails when built, before any training
+    step; one whose forward_features lacks need_attention is refused at registration."""
+    assert "forward_features" in Seq2SeqModel.__abstractmethods__
+    assert "forward" not in Seq2SeqModel.__abstractmethods__  # it maps the features to logits
+
     class NoPass(Seq2SeqModel):
         Config = DummyConfig
+        encode = init_decoder_state = decode_step = None  # everything else is there
 
-    with pytest.raises(TypeError, match="must implement forward_features"):
-        Registry().register_model("no_pass")(NoPass)
+    with pytest.raises(TypeError, match="forward_features"):
+        NoPass(DummyConfig(), None, None)
+
+    class OldFeatures(Dummy):
+        def forward_features(self, src_tokens, src_lengths, prev_output_tokens):  # noqa: ANN001, ANN201
+            raise AssertionError("not called")
+
+    with pytest.raises(TypeError, match="forward_features must take need_attention"):
+        Registry().register_model("old_features")(OldFeatures)
 
 
 def test_preset_that_overwrites_a_user_option_is_caught(reg: Registry) -> None:

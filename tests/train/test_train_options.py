@@ -20,7 +20,7 @@ from nmtkit.data.dataset import collate
 from nmtkit.errors import NmtkitError
 from nmtkit.checkpoint import load_checkpoint
 from nmtkit.train.distributed import DistInfo
-from nmtkit.train.loss import sequence_loss
+from nmtkit.train.loss import loss_from_features, sequence_loss
 from nmtkit.train.options import resolve_train_options
 from nmtkit.train.trainer import Trainer
 from tests.helpers import params, run_train
@@ -85,7 +85,7 @@ def test_loss_norm_update_is_the_gradient_of_the_normalised_sum(data_dir, tmp_pa
     that gradient's norm.  The trainer computes its loss in chunks from the model's features
     (output_layer_loss), the expected gradient from the whole logits (sequence_loss)."""
     trainer = make_trainer(data_dir, tmp_path / "s", loss_norm=loss_norm)
-    assert trainer.run.loss_from_features
+    assert loss_from_features(trainer.model, trainer.run.device)
     indices = list(range(len(trainer.train_set)))
     expected, norm = manual_gradient(trainer, indices, loss_norm)
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
@@ -350,7 +350,7 @@ def test_a_model_with_its_own_forward_trains_and_validates_from_its_logits(data_
 
     plain = valid_loss(trainer.model, trainer.run.valid_set, None, 6, torch.device("cpu"), None)["valid_loss"]
     trainer.model.__class__ = OwnForward
-    assert not trainer.run.loss_from_features
+    assert not loss_from_features(trainer.model, trainer.run.device)
     own = valid_loss(trainer.model, trainer.run.valid_set, None, 6, torch.device("cpu"), None)["valid_loss"]
     assert math.isfinite(own) and own != pytest.approx(plain)
     out = trainer.train_step([list(range(len(trainer.train_set)))])

@@ -13,7 +13,9 @@ Conventions (all tensors batch-first, except what a model keeps in its own decod
 * An :class:`EncoderOutput` holds only batch-first tensors, so reordering it for beam search is
   ``index_select(0, order)`` on each (see :func:`reorder_tensors`).  A decoder state is opaque
   to the search: it is reordered only through the model's ``reorder_decoder_state`` (by default
-  the same ``index_select``; the Transformer defers it to its next step).
+  the same ``index_select``; the Transformer defers it to its next step).  An ``order`` may be
+  longer than the rows it selects from: the eager search decodes one row per sentence at its
+  first step and then gives each sentence ``beam`` rows, each continuing one of those.
 * A model with ``shares_encoder_rows = True`` also accepts a decoder batch of ``N = g * B`` rows
   against an encoder output of ``B`` sentences, rows ``k*g .. k*g+g-1`` belonging to sentence
   ``k`` (:func:`rows_per_sentence`).  Beam search then keeps one copy of the encoder states per

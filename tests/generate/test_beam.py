@@ -13,7 +13,7 @@ from nmtkit.errors import NmtkitError
 import nmtkit.generate.search.topk as topk_mod
 from nmtkit.generate.search import SearchOptions, beam_search
 from nmtkit.generate.search.rules import length_penalty
-from nmtkit.generate.search.topk import TOPK_GROUP, chunked_topk, topk_ordered
+from nmtkit.generate.search.topk import TOPK_GROUP, CandidateScores, grouped_topk, topk_ordered
 from nmtkit.generate.ensemble import EnsembleModel
 
 WORDS = ["a", "b", "c", "d"]
@@ -268,11 +268,23 @@ def test_finished_sentences_leave_the_batch():
     assert m.rows == 9
 
 
+def test_the_first_step_decodes_one_row_per_sentence():
+    """The eager search's first step decodes each sentence once (its beam's rows would be
+    equal); its candidates then fill the beam: 3 rows per sentence from the second step."""
+    m = TableModel(make_dict(["x", "y", "z"]), make_dict(WORDS), copy_fn)
+    sizes: list[int] = []
+    real = m.decode_step
+    m.decode_step = lambda prev, *a, **k: sizes.append(prev.size(0)) or real(prev, *a, **k)
+    hyps = run(m, srcs=[("x",), ("x",) * 6], beam=3, nbest=3, max_len_b=20, min_len=0)
+    assert sizes[:2] == [2, 6]
+    assert [len(h) for h in hyps] == [3, 3]
+
+
 def test_topk_ordered_breaks_ties_by_index():
     x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0], [0.0, 5.0, -1.0, 5.0, 4.0]])
-    vals, idx = topk_ordered(x, 2)
+    vals, idx = topk_ordered(CandidateScores.of(x), 2)
     assert idx.tolist() == [[1, 2], [1, 3]] and vals.tolist() == [[3.0, 3.0], [5.0, 5.0]]
-    vals, idx = topk_ordered(x, 3)
+    vals, idx = topk_ordered(CandidateScores.of(x), 3)
     assert idx.tolist() == [[1, 2, 4], [1, 3, 4]]
 
 
@@ -282,48 +294,54 @@ def _stable_topk(x: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_chunked_topk_is_exact_row_by_row(seed):
+@pytest.mark.parametrize("tail", [0, 5])  # without and with columns past the groups
+def test_grouped_topk_is_exact_sentence_by_sentence(seed, tail):
+    """The grouped top-k of ``lprobs + shift`` (5 rows per sentence, or one) equals the full top-k of the
+    sums written out, in values and in the summed elements it names; and the tie-ordered top-k
+    built on it equals a stable sort, for sentences it decides and for those it hands back."""
     g = torch.Generator().manual_seed(seed)
-    n, width, m = 7, 800 * TOPK_GROUP, 11
-    for spread in (3, 50, 10**6):  # from ties everywhere to (almost) none
-        x = torch.randint(0, spread, (n, width), generator=g).float()
-        x[torch.rand(n, width, generator=g) < 0.3] = float("-inf")
-        x[0, :] = float("-inf")
-        x[0, :5] = 2.0  # a row with 5 finite elements, in 5 groups
-        x[1] = float("-inf")
-        x[1, 7] = 1.0  # one finite element: the full top-k must decide
-        # rows 0 and 1 (too few finite groups) and rows with ties at the cut take the full top-k
-        vals, idx = chunked_topk(x, m)
-        assert torch.equal(vals, x.topk(m, dim=1).values) and torch.equal(x.gather(1, idx), vals)
-        for rows in (x, x[2:]):  # the full top-k, and (where exact) the chunked one
-            for k in (1, 5, 10):
-                vals, idx = topk_ordered(rows, k)
-                ref_v, ref_i = _stable_topk(rows, k)
-                assert torch.equal(vals, ref_v)
-                finite = ref_v > float("-inf")  # -inf candidates are never used, in any order
-                assert torch.equal(idx[finite], ref_i[finite])
+    n, m = 7, 11
+    for per, spread in ((5, 3), (5, 50), (5, 10**6), (1, 50)):  # from ties everywhere to (almost) none; one row each
+        vocab = 800 // per * TOPK_GROUP + tail  # 800 groups per sentence: the grouped top-k takes them
+        lp = torch.randint(0, spread, (n * per, vocab), generator=g).float() / 4
+        lp[torch.rand(n * per, vocab, generator=g) < 0.3] = float("-inf")
+        lp[:per] = float("-inf")
+        lp[0, :5] = 2.0  # a sentence with 5 finite candidates, in 5 groups
+        lp[per : 2 * per] = float("-inf")
+        lp[2 * per - 1, 7] = 1.0  # one finite candidate: the full top-k must decide
+        lp[3 * per - 1, -1] = spread + 1.0  # the best candidate past the last group (where there is one)
+        shift = torch.randint(-2 * spread, 0, (n * per,), generator=g).float() / 8
+        c = CandidateScores(lp, shift, per)
+        dense = c.dense()
+        vals, idx = grouped_topk(c, m)
+        assert torch.equal(vals, dense.topk(m, dim=1).values) and torch.equal(dense.gather(1, idx), vals)
+        for k in (1, 5, 10):
+            vals, idx = topk_ordered(c, k)
+            ref_v, ref_i = _stable_topk(dense, k)
+            assert torch.equal(vals, ref_v)
+            finite = ref_v > float("-inf")  # -inf candidates are never used, in any order
+            assert torch.equal(idx[finite], ref_i[finite])
 
 
-def test_chunked_topk_takes_distinct_maxima_and_leaves_ties_at_the_cut_to_the_full_topk():
+def test_grouped_topk_takes_distinct_maxima_and_leaves_ties_at_the_cut_to_the_full_topk():
     groups = 64 * 4  # the narrowest rows it takes for m = 3
     x = torch.full((1, TOPK_GROUP * groups), -5.0)
     x[0, groups - 40 :] = torch.arange(40 + (TOPK_GROUP - 1) * groups, dtype=torch.float)  # distinct, rising
-    vals, idx = chunked_topk(x, 3)
     w = x.size(1)
+    vals, idx = grouped_topk(CandidateScores.of(x), 3)
     assert vals.tolist() == x[:, w - 3 :].flip(1).tolist() and idx.tolist() == [[w - 1, w - 2, w - 3]]
     x[0, groups - 40] = x[0, w - 3]  # another group's maximum ties the 3rd: not exact by groups,
-    vals, idx = chunked_topk(x, 3)  # so the full top-k decides (either of the tied elements)
+    vals, idx = grouped_topk(CandidateScores.of(x), 3)  # so the full top-k decides (either of the tied elements)
     assert vals.tolist() == x[:, w - 3 :].flip(1).tolist() and idx[0, :2].tolist() == [w - 1, w - 2]
     assert idx[0, 2].item() in (w - 3, groups - 40)
-    assert chunked_topk(x[:, :-1], 3) is None  # width not a multiple of the group
-    assert chunked_topk(x[:, : w - TOPK_GROUP], 3) is None  # too few groups
-    assert chunked_topk(x.to("meta"), 3) is None  # CPU only
+    assert grouped_topk(CandidateScores.of(x[:, : w - TOPK_GROUP]), 3) is None  # too few groups
+    assert grouped_topk(CandidateScores.of(x.to("meta")), 3) is None  # CPU only
 
 
-def test_search_with_and_without_the_chunked_topk_agree(monkeypatch):
-    """A vocabulary wide enough for the chunked top-k (beam x V above its threshold, V not a
-    multiple of the chunk): the same hypotheses, scores and attention as the full top-k."""
-    sd, td = lstm_dicts(n_tgt=1301)  # 1,304 padded columns x beam 5: 815 groups
+def test_search_with_and_without_the_grouped_topk_agree(monkeypatch):
+    """A vocabulary wide enough for the grouped top-k (beam x V above its threshold, V not a
+    multiple of the group): the same hypotheses, scores and attention as the full top-k."""
+    sd, td = lstm_dicts(n_tgt=1301)  # 1,305 columns x beam 5: 815 groups and 1 column past them
     m = TinyLSTM(sd, td, TinyConfig(seed=5, eos_bias=2.0))
     g = torch.Generator().manual_seed(2)
     seqs = [torch.randint(4, len(sd), (n,), generator=g).tolist() + [2] for n in (5, 1, 9, 3)]
@@ -331,11 +349,11 @@ def test_search_with_and_without_the_chunked_topk_agree(monkeypatch):
     ens = EnsembleModel([m])
     kw = dict(beam=5, nbest=5, max_len_a=1.5, max_len_b=3)
     calls = []
-    real = topk_mod.chunked_topk
-    monkeypatch.setattr(topk_mod, "chunked_topk", lambda *a: calls.append(real(*a)) or calls[-1])
+    real = topk_mod.grouped_topk
+    monkeypatch.setattr(topk_mod, "grouped_topk", lambda *a: calls.append(real(*a)) or calls[-1])
     fast = beam_search(ens, toks, lens, search_options(**kw))
-    assert calls and any(r is not None for r in calls)  # the chunked path ran and decided
-    monkeypatch.setattr(topk_mod, "chunked_topk", lambda *a: None)
+    assert calls and any(r is not None for r in calls)  # the grouped path ran and decided
+    monkeypatch.setattr(topk_mod, "grouped_topk", lambda *a: None)
     full = beam_search(ens, toks, lens, search_options(**kw))
     for a, b in zip(fast, full):
         same_hyps(a, b, tol=0.0)

@@ -1,8 +1,8 @@
 """The eager executor: the search's state as a batch that shrinks as sentences complete.
 
 Why it is fast: all live hypotheses of all unfinished sentences form one flat batch of
-``n_sentences * beam`` rows; each step is one decoder call, one top-k over ``beam * V`` scores
-per sentence and a few gathers.  Python only touches the (at most ``beam`` per sentence)
+``n_sentences * beam`` rows (one per sentence at the first step, whose rows would be equal);
+each step is one decoder call, one top-k over ``beam * V`` scores per sentence and a few gathers.  Python only touches the (at most ``beam`` per sentence)
 hypotheses that end at a step.  Sentences that are complete leave the batch at once (encoder
 outputs and states are shrunk with ``reorder``), so long sentences do not drag finished ones
 along.  What a step decides is :mod:`.rules`'; this module keeps the state.
@@ -18,7 +18,7 @@ from torch import Tensor
 from nmtkit.data.dictionary import BOS_ID
 from nmtkit.generate.search import rules
 from nmtkit.generate.search.hypothesis import Hypothesis
-from nmtkit.generate.search.topk import TOPK_GROUP, topk_ordered
+from nmtkit.generate.search.topk import topk_ordered
 from nmtkit.generate.search_options import SearchOptions
 
 
@@ -51,29 +51,31 @@ class _History:
 
 class _Batch:
     """The shrinking batch: the sentences still searching (``active``: their ids in the input),
-    their rows' scores, history, decoder states and encoder outputs."""
+    their rows' scores, history, decoder states and encoder outputs.  Each sentence has ``per``
+    rows: one until the first step's candidates fill its beam (the first step's rows would all
+    be equal: decoding ``beam`` copies of them cost a batch's first step ``beam`` times over)."""
 
     def __init__(self, model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOptions) -> None:  # noqa: ANN001
-        n, device, beam = src_tokens.size(0), src_tokens.device, o.beam
+        n, device = src_tokens.size(0), src_tokens.device
         self.src_lens = [int(x) for x in src_lengths.tolist()]
         self.max_lens = rules.max_output_lengths(self.src_lens, o.max_len_a, o.max_len_b, model.max_target_len())
-        self.encs, self.states = rules.start(model, src_tokens, src_lengths, beam)
+        self.encs, self.states = rules.start(model, src_tokens, src_lengths, 1)
+        self.per = 1
         self.active = list(range(n))
         self.max_len = torch.tensor(self.max_lens)  # CPU, per active sentence
-        self.max_len_rows = torch.tensor(self.max_lens, device=device).repeat_interleave(beam)
-        rows = n * beam
-        self.hist = _History(torch.full((rows, 1), BOS_ID, dtype=torch.long, device=device), torch.zeros(rows, 0, device=device))
-        self.scores = torch.zeros(rows, device=device)
+        self.max_len_rows = torch.tensor(self.max_lens, device=device)  # per row (``per`` per sentence)
+        self.hist = _History(torch.full((n, 1), BOS_ID, dtype=torch.long, device=device), torch.zeros(n, 0, device=device))
+        self.scores = torch.zeros(n, device=device)
         self.finished: list[list[Hypothesis]] = [[] for _ in range(n)]
         self._cand: Optional[Tensor] = None
+        self._max_rows = n * o.beam
 
     def cand(self, lprobs: Tensor) -> Tensor:
-        """The candidate-score buffer of the live rows: one buffer for every step (allocating and
-        page-faulting rows x V floats each step is slow); its columns beyond V, up to a multiple
-        of :data:`TOPK_GROUP` (for :func:`chunked_topk`), stay ``-inf``."""
-        if self._cand is None or self._cand.dtype != lprobs.dtype:
-            width = -(-lprobs.size(1) // TOPK_GROUP) * TOPK_GROUP
-            self._cand = torch.full((self.scores.size(0), width), rules.NEG_INF, dtype=lprobs.dtype, device=lprobs.device)
+        """The candidate-score buffer of the live rows, where a step writes them all out (off the
+        CPU, and narrow rows: :func:`~.topk.topk_ordered`): one buffer for every step (allocating
+        and page-faulting rows x V floats each step is slow; pages never written cost nothing)."""
+        if self._cand is None or self._cand.dtype != lprobs.dtype or self._cand.size(1) != lprobs.size(1):
+            self._cand = torch.empty((self._max_rows, lprobs.size(1)), dtype=lprobs.dtype, device=lprobs.device)
         return self._cand[: self.scores.size(0)]
 
     def fin_count(self) -> Tensor:
@@ -92,20 +94,28 @@ class _Batch:
             self.finished[sid].append(rules.finished(f_tok[i].numpy().tolist(), total, step + 1, f_pos[i], att, o))
 
     def advance(self, model, sp: rules.Split, keep: list[int], attn: Optional[Tensor], beam: int) -> None:  # noqa: ANN001
-        """The surviving beams go on; the batch shrinks when sentences completed."""
+        """The surviving beams go on (``beam`` rows per sentence from now on); the batch shrinks
+        when sentences completed."""
         new_rows, new_tok, new_lp, new_scores = sp.rows, sp.tok, sp.lp, sp.scores
         shrink = len(keep) < len(self.active)
-        if shrink:
-            keep_t = torch.tensor(keep, device=new_rows.device)
-            new_rows, new_tok, new_lp, new_scores = (x.index_select(0, keep_t) for x in (new_rows, new_tok, new_lp, new_scores))
+        kept = torch.tensor(keep, device=new_rows.device) if shrink else None
+        if kept is not None:
+            new_rows, new_tok, new_lp, new_scores = (x.index_select(0, kept) for x in (new_rows, new_tok, new_lp, new_scores))
         sel_rows = new_rows.reshape(-1)
         self.hist.advance(sel_rows, new_tok, new_lp, attn)
         self.scores = new_scores.reshape(-1)
         self.states = model.reorder_decoder_state(self.states, sel_rows)
+        if kept is not None or self.per != beam:
+            sentences = kept if kept is not None else torch.arange(len(self.active), device=new_rows.device)
+            # a sentence's rows read equal encoder outputs and bounds: its first row's, ``beam`` times
+            first_rows = (sentences * self.per).repeat_interleave(beam)
+            if not model.shares_encoder_rows:
+                self.encs = model.reorder_encoder_out(self.encs, first_rows)
+            elif kept is not None:
+                self.encs = model.reorder_encoder_out(self.encs, kept)
+            self.max_len_rows = self.max_len_rows.index_select(0, first_rows)
+            self.per = beam
         if shrink:
-            enc_rows = (keep_t.unsqueeze(1) * beam + torch.arange(beam, device=keep_t.device)).reshape(-1)
-            self.encs = model.reorder_encoder_out(self.encs, keep_t if model.shares_encoder_rows else enc_rows)
-            self.max_len_rows = self.max_len_rows.index_select(0, enc_rows)
             self.max_len = self.max_len[keep]
             self.active = [self.active[s] for s in keep]
 
@@ -121,8 +131,7 @@ def eager_search(model, src_tokens: Tensor, src_lengths: Tensor, o: SearchOption
     while b.active:
         lprobs, attn, b.states = model.decode_step(b.hist.tokens[:, -1], b.states, b.encs, return_attention)
         rules.constrain_(lprobs, step, o, b.max_len_rows, force=step >= min(b.max_lens[s] for s in b.active))
-        c = rules.candidates(lprobs, b.scores, b.cand(lprobs), beam, o, topk_ordered, first_row_only=step == 0,
-                             columns=shortlist)
+        c = rules.candidates(lprobs, b.scores, b.cand(lprobs), beam, o, topk_ordered, per=b.per, columns=shortlist)
         sp = rules.split(c, beam)
         flags = torch.cat([sp.ends, sp.can_continue.unsqueeze(1)], dim=1).cpu()
         fin_count = b.fin_count()

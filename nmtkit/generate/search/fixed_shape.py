@@ -17,7 +17,7 @@ everything in ``torch.topk``; a model that produces NaNs gives no meaningful tra
 * Finished hypotheses go to fixed slots (``beam`` per sentence, plus one that takes whatever is
   not kept) in the order in which they finish, so the final stable sort by score keeps the
   eager search's order among equal scores.
-* The top-k is :func:`.topk.exact_topk`: the tie order without looking at the data on the host.
+* The top-k is :func:`.topk.keyed_topk`: the tie order without looking at the data on the host.
 * The first step ranks every row, the rows after each sentence's first starting at ``-inf``.
 * The first step runs eagerly on the buffers: it makes the per-sentence tensors a model keeps in
   its encoder output (Luong's ``context_proj``), which the graph then reads.
@@ -34,7 +34,7 @@ from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.search import EagerSearch, rules
 from nmtkit.generate.search.hypothesis import Hypothesis
-from nmtkit.generate.search.topk import exact_topk
+from nmtkit.generate.search.topk import keyed_topk
 from nmtkit.generate.search_options import SearchOptions
 from nmtkit.models.base import DecoderState, EncoderOutput
 from nmtkit.models.loop_graphs import round_up
@@ -82,7 +82,7 @@ def _step(model, s: _State, o: SearchOptions) -> None:  # noqa: ANN001 - an Ense
     k = o.beam
     lprobs, attn, new_states = model.decode_step(s.last, s.states, s.encs, s.hist_att is not None)
     rules.constrain_(lprobs, s.step, o, s.max_len_rows)
-    c = rules.candidates(lprobs, s.scores, s.cand, k, o, exact_topk)
+    c = rules.candidates(lprobs, s.scores, s.cand, k, o, keyed_topk)
     sp = rules.split(c, k)
     _keep_finished(s, k, sp.ends, c, attn)
     s.alive &= rules.still_searching(s.fin_count, s.step, s.max_len, sp.can_continue, k)

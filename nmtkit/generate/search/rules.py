@@ -42,14 +42,15 @@ from torch import Tensor
 from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from nmtkit.errors import NmtkitError
 from nmtkit.generate.search.hypothesis import Hypothesis
+from nmtkit.generate.search.topk import CandidateScores
 from nmtkit.generate.search_options import LENPEN_FORMS, SearchOptions
 from nmtkit.models.base import DecoderState, EncoderOutput
 from nmtkit.utils.checks import one_of_message
 
 NEG_INF = float("-inf")
 
-#: A top-k in the search's tie order: ``(scores [n, W], k) -> (values, columns)``, both ``[n, k]``.
-TopK = Callable[[Tensor, int], "tuple[Tensor, Tensor]"]
+#: A top-k in the search's tie order: ``(candidate scores [n, W], k) -> (values, columns)``, both ``[n, k]``.
+TopK = Callable[[CandidateScores, int], "tuple[Tensor, Tensor]"]
 
 
 # -- start-up ----------------------------------------------------------------------------------
@@ -65,9 +66,11 @@ def max_output_lengths(src_lengths: list[int], max_len_a: float, max_len_b: int,
 
 def start(model, src_tokens: Tensor, src_lengths: Tensor, beam: int  # noqa: ANN001 - an EnsembleModel
           ) -> tuple[list[EncoderOutput], list[DecoderState]]:
-    """Encode, and give each sentence ``beam`` decoder rows.  Models that declare
-    ``shares_encoder_rows`` (all built-in ones) keep one copy of the encoder output per
-    sentence, read by its ``beam`` rows together; the others get one per row."""
+    """Encode, and give each sentence ``beam`` decoder rows (the eager search starts with one:
+    its first step's candidates fill the beam).  Models that declare ``shares_encoder_rows`` (all
+    built-in ones) keep one copy of the encoder output per sentence, read by its ``beam`` rows
+    together; the others get one per row.  The states are the model's own tensors, never views
+    of the encoder output (the fixed-shape search writes into them)."""
     encs = model.encode(src_tokens, src_lengths)
     per_row = torch.arange(src_tokens.size(0), device=src_tokens.device).repeat_interleave(beam)
     if model.shares_encoder_rows:
@@ -100,9 +103,9 @@ def constrain_(lprobs: Tensor, step: Union[int, Tensor], o: SearchOptions, max_l
         lprobs[:, EOS_ID] = torch.where(forced, eos_lp, lprobs[:, EOS_ID])
 
 
-def top_candidates(cand: Tensor, k: int, topk: TopK) -> tuple[Tensor, Tensor]:
-    """The ``k`` best of each row of ``cand``, by descending score, equal scores by lower column
-    (so by earlier hypothesis, then lower token id), padded with ``-inf`` where a row is
+def top_candidates(cand: CandidateScores, k: int, topk: TopK) -> tuple[Tensor, Tensor]:
+    """The ``k`` best of each sentence's candidates, by descending score, equal scores by lower
+    column (so by earlier hypothesis, then lower token id), padded with ``-inf`` where a row is
     narrower than ``k`` (tiny vocabularies).  ``topk``: one of :mod:`.topk`'s forms of that order."""
     vals, flat = topk(cand, k)
     if vals.size(1) < k:
@@ -117,26 +120,25 @@ class Candidates:
     """The ``2 * beam`` best (hypothesis, token) continuations of each sentence, each ``[n, 2*beam]``."""
 
     vals: Tensor     # cumulative (unk-penalised) scores
-    rows: Tensor     # flat row ids of the hypotheses they extend
+    rows: Tensor     # flat row ids of the hypotheses they extend (rows of this step's log-probs)
     tok: Tensor      # token ids
     step_lp: Tensor  # the model's own log-prob of each token
 
 
-def candidates(lprobs: Tensor, scores: Tensor, cand: Tensor, beam: int, o: SearchOptions, topk: TopK,
-               first_row_only: bool = False, columns: Optional[Tensor] = None) -> Candidates:
-    """Candidate scores (each row's cumulative score plus its constrained log-probs, written into
-    the buffer ``cand`` ``[rows, W]``, ``W >= V``, its extra columns ``-inf``) and their best
-    ``2 * beam`` per sentence.  A candidate in an extra column is never valid; its token is
-    clamped into the vocabulary so that every gather stays in range.  ``first_row_only``: rank
-    the first row of each sentence only (the first step, where the rows are equal).
-    ``columns``: column ``c`` of the log-probs is token ``columns[c]`` (a shortlist)."""
-    vocab, width = lprobs.size(1), cand.size(1)
-    n = cand.size(0) // beam
-    torch.add(lprobs, scores.unsqueeze(1), out=cand[:, :vocab])
-    ranked = cand.view(n, beam, width)[:, 0] if first_row_only else cand.view(n, beam * width)
-    vals, flat = top_candidates(ranked, 2 * beam, topk)
-    tok = flat.remainder(width).clamp_(max=vocab - 1)
-    rows = torch.arange(n, device=vals.device).unsqueeze(1) * beam + torch.div(flat, width, rounding_mode="floor")
+def candidates(lprobs: Tensor, scores: Tensor, cand: Optional[Tensor], beam: int, o: SearchOptions, topk: TopK,
+               per: Optional[int] = None, columns: Optional[Tensor] = None) -> Candidates:
+    """The best ``2 * beam`` candidates of each sentence: each row's cumulative score plus its
+    constrained log-probs (:class:`~.topk.CandidateScores`; ``cand``, a ``[rows, V]`` buffer
+    reused by the steps, takes them where a form of the top-k writes them all out).
+    ``per``: the rows of each sentence (``beam``, the default; 1 at the eager search's first step,
+    before the beam is filled).  ``columns``: column ``c`` of the log-probs is token ``columns[c]``
+    (a shortlist)."""
+    per = beam if per is None else per
+    vocab = lprobs.size(1)
+    n = lprobs.size(0) // per
+    vals, flat = top_candidates(CandidateScores(lprobs, scores, per, cand), 2 * beam, topk)
+    tok = flat.remainder(vocab)
+    rows = torch.arange(n, device=vals.device).unsqueeze(1) * per + torch.div(flat, vocab, rounding_mode="floor")
     step_lp = lprobs.view(-1).gather(0, (rows * vocab + tok).view(-1)).view(n, 2 * beam)
     if o.unkpen:
         step_lp = step_lp + o.unkpen * (tok == UNK_ID)  # record the model's own log-prob

@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 if TYPE_CHECKING:
-    from nmtkit.models.gemm import PackedOutputLayer
+    from nmtkit.models.gemm import PackedLinear
     from nmtkit.models.loop_graphs import LoopGraphs
 
 DecoderState = dict[str, Tensor]
@@ -225,7 +225,10 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     #: The output layer restricted to a vocabulary shortlist, or None (see restrict_output).
     _output_rows: Optional[Callable[[Tensor], Tensor]] = None
     #: The output layer of the search under way (see :meth:`searching`), or None.
-    _packed_output: Optional["PackedOutputLayer"] = None
+    _packed_output: Optional["PackedLinear"] = None
+    #: Other products prepared for the search under way (a decoder LSTM's joined layers:
+    #: :func:`~nmtkit.models.common.rnn_step`), filled by its first step; None outside a search.
+    _search_cache: Optional[dict[Any, Any]] = None
 
     def restrict_output(self, ids: Optional[Tensor]) -> None:
         """Compute logits only for the target ids ``ids`` (sorted; a vocabulary shortlist) until
@@ -238,18 +241,21 @@ class Seq2SeqModel(nn.Module, metaclass=ABCMeta):
     @contextmanager
     def searching(self) -> Iterator[None]:
         """One batch's search: its weights stay as they are, so the output layer may be prepared
-        once for all its steps (:class:`~nmtkit.models.gemm.PackedOutputLayer`, the bias folded
-        into the product on the MKL path).  Scoped to the block, not cached on the model: an
+        once for all its steps (:class:`~nmtkit.models.gemm.PackedLinear`, the bias folded
+        into the product on the MKL path), and so may a decoder LSTM's layers (one product each:
+        :func:`~nmtkit.models.gemm.joined_lstm_cell`).  Scoped to the block, not cached on the model: an
         optimizer step (the fused Adam bumps no version counter), an EMA swap or a checkpoint
         loaded between two searches can never be served stale."""
-        from nmtkit.models.gemm import PackedOutputLayer
+        from nmtkit.models.gemm import PackedLinear
 
         layer = getattr(self, "output_projection", None)  # a model may compute its log-probs otherwise
-        self._packed_output = PackedOutputLayer(layer.weight, layer.bias) if isinstance(layer, nn.Linear) else None
+        self._packed_output = PackedLinear(layer.weight, layer.bias) if isinstance(layer, nn.Linear) else None
+        self._search_cache = {}
         try:
             yield
         finally:
             self._packed_output = None
+            self._search_cache = None
 
     def project_output(self, x: Tensor) -> Tensor:
         """The output layer (logits) as ``decode_step`` uses it: over the shortlist when one is

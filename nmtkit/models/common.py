@@ -16,7 +16,7 @@ from torch import Tensor, nn
 
 from nmtkit.errors import NmtkitError
 from nmtkit.models.dropout import dropout
-from nmtkit.models.gemm import PackedOutputLayer, gru_cell, linear, lstm_cell
+from nmtkit.models.gemm import PackedLinear, gru_cell, joined_lstm_cell, linear, lstm_cell
 from nmtkit.utils.checks import require, require_at_least, require_at_most, require_choice
 
 #: The largest integer a model option may take (sizes, layers, windows): an allocation that large
@@ -266,7 +266,7 @@ def select_output_rows(layer: nn.Module, ids: Tensor) -> Callable[[Tensor], Tens
     if isinstance(layer, nn.Linear):
         weight = layer.weight.index_select(0, ids)
         bias = None if layer.bias is None else layer.bias.index_select(0, ids)
-        return PackedOutputLayer(weight, bias)
+        return PackedLinear(weight, bias)
     selector = OUTPUT_ROW_SELECTORS.get(type(layer))
     if selector is None:
         raise TypeError(f"cannot restrict the rows of a {type(layer).__name__}")
@@ -316,7 +316,8 @@ def layers_first(state: Tensor) -> Tensor:
 RNN_STEPS: dict[type, Callable[..., tuple[Tensor, Tensor, Optional[Tensor]]]] = {}
 
 
-def rnn_step(rnn: Any, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
+def rnn_step(rnn: Any, x: Tensor, h: Tensor, c: Optional[Tensor] = None,
+             search_cache: Optional[dict[Any, Any]] = None) -> tuple[Tensor, Tensor, Optional[Tensor]]:
     """One time step of a stacked ``nn.LSTM``/``nn.GRU`` (``batch_first``, unidirectional).
 
     Why: a one-step call of the fused multi-layer RNN pays its per-call overhead every target
@@ -327,6 +328,9 @@ def rnn_step(rnn: Any, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tupl
     new ``h``, new ``c`` (None for a GRU)).
     A module of a type registered in :data:`RNN_STEPS` (the int8 decoder of
     :mod:`nmtkit.generate.quantize`, which has no float weights to read) runs its own step.
+    ``search_cache``: the model's products prepared for the search under way
+    (:meth:`~nmtkit.models.base.Seq2SeqModel.searching`), where an LSTM layer's two products
+    become one (:func:`~nmtkit.models.gemm.joined_lstm_cell`).
     """
     own_step = RNN_STEPS.get(type(rnn))
     if own_step is not None:
@@ -341,7 +345,11 @@ def rnn_step(rnn: Any, x: Tensor, h: Tensor, c: Optional[Tensor] = None) -> tupl
         b_hh = getattr(rnn, f"bias_hh_l{layer}", None)
         if is_lstm:
             assert c is not None
-            h_l, c_l = lstm_cell(inp, h[:, layer], c[:, layer], w_ih, w_hh, b_ih, b_hh)
+            if search_cache is not None:
+                h_l, c_l = joined_lstm_cell(inp, h[:, layer], c[:, layer], w_ih, w_hh, b_ih, b_hh, search_cache,
+                                            (id(rnn), layer))
+            else:
+                h_l, c_l = lstm_cell(inp, h[:, layer], c[:, layer], w_ih, w_hh, b_ih, b_hh)
             cs.append(c_l)
         else:
             h_l = gru_cell(inp, h[:, layer], w_ih, w_hh, b_ih, b_hh)

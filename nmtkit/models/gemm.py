@@ -28,7 +28,7 @@ every float32 CPU product, whether oneDNN or MKL computes it.
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor, nn
@@ -146,9 +146,11 @@ def linear(x: Tensor, weight: Tensor, bias: Optional[Tensor] = None) -> Tensor:
     return _onednn_linear(x, weight, bias)
 
 
-class PackedOutputLayer:
+class PackedLinear:
     """``x @ weight.T + bias`` at inference from a copy of the weight laid out ``[K (+ 1), N]``,
     its last row the bias, multiplied by ``[x, 1]``; :func:`linear` wherever that does not apply.
+    Called with several inputs, it multiplies them joined along their last dimension (an LSTM
+    layer's ``[x, h]`` by ``[W_ih, W_hh]``: :func:`joined_lstm_cell`).
 
     Why: a search step's output layer is its largest product (rows x 256 x 8k), and through MKL
     (the path off AMD CPUs) ``F.linear`` first writes the bias into every row of the
@@ -165,17 +167,18 @@ class PackedOutputLayer:
         self.weight, self.bias = weight, bias
         self._packed: Optional[Tensor] = None
 
-    def __call__(self, x: Tensor) -> Tensor:
+    def __call__(self, x: Tensor, *more: Tensor) -> Tensor:
         w, b = self.weight, self.bias
-        if ENABLED or not cpu_float32(x, w, b) or (torch.is_grad_enabled() and (
-                x.requires_grad or w.requires_grad or (b is not None and b.requires_grad))):
-            return linear(x, w, b)
+        if ENABLED or not all(cpu_float32(t, w, b) for t in (x, *more)) or (torch.is_grad_enabled() and (
+                any(t.requires_grad for t in (x, *more)) or w.requires_grad or (b is not None and b.requires_grad))):
+            return linear(torch.cat([x, *more], dim=-1) if more else x, w, b)
         if self._packed is None:
             with torch.no_grad():
                 self._packed = (w if b is None else torch.cat([w, b[:, None]], dim=1)).t().contiguous()
-        flat = x.reshape(-1, x.size(-1))
+        parts = [t.reshape(-1, t.size(-1)) for t in (x, *more)]
         if b is not None:
-            flat = torch.cat([flat, flat.new_ones(flat.size(0), 1)], dim=1)
+            parts.append(x.new_ones(parts[0].size(0), 1))
+        flat = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
         return torch.mm(flat, self._packed).view(*x.shape[:-1], w.size(0))
 
 
@@ -351,6 +354,24 @@ def lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih:
     if not applies(x, w_ih):
         return torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
     return lstm_update(linear(x, w_ih, b_ih) + linear(h, w_hh, b_hh), c)
+
+
+def joined_lstm_cell(x: Tensor, h: Tensor, c: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor],
+                     b_hh: Optional[Tensor], cache: dict[Any, Any], key: Any) -> tuple[Tensor, Tensor]:
+    """:func:`lstm_cell` at inference as one product, ``[x, h, 1]`` by ``[W_ih, W_hh, b_ih + b_hh]``
+    (packed into ``cache[key]`` at a search's first step), where :class:`PackedLinear` applies.
+
+    Why: a search step's LSTM layer made two products (320 x 512 and 320 x 256 by 1,024 gates at
+    beam 5, batch 64), each first writing its bias into every row of its result (MKL), and then
+    added them.  The bias sum rounds differently from adding the two products' biases one at a
+    time (the last bits, as another BLAS would)."""
+    if torch.is_grad_enabled() or not cpu_float32(x, w_ih, b_ih):
+        return lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh)
+    joined = cache.get(key)
+    if joined is None:
+        bias = b_ih if b_hh is None else (b_hh if b_ih is None else b_ih + b_hh)
+        joined = cache[key] = PackedLinear(torch.cat([w_ih, w_hh], dim=1), bias)
+    return lstm_update(joined(x, h), c)
 
 
 def gru_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Optional[Tensor], b_hh: Optional[Tensor]) -> Tensor:

@@ -256,7 +256,7 @@ class LuongModel(Seq2SeqModel):
         """One step from embedded previous tokens ``[N, E]`` -> (h~ ``[N, 1, H]``, weights
         ``[N, 1, S]`` or None, new state): the reference computation of one decoder step."""
         x = torch.cat([emb, state["feed"]], dim=-1) if self.input_feeding else emb
-        top, h, c = rnn_step(self.decoder, self.embed_dropout(x), state["h"], state["c"])
+        top, h, c = rnn_step(self.decoder, self.embed_dropout(x), state["h"], state["c"], self._search_cache)
         htilde, weights = self._attend(top.unsqueeze(1), enc, state["step"].unsqueeze(1))
         new_state: DecoderState = {"h": h, "c": cast(Tensor, c), "step": state["step"] + 1}  # c: None for a GRU
         if self.input_feeding:

@@ -184,7 +184,7 @@ def test_packed_output_layer_matches_linear(bias, rows, monkeypatch):
     gen = torch.Generator().manual_seed(3)
     w = torch.randn(11, 6, generator=gen)
     b = torch.randn(11, generator=gen) if bias else None
-    layer = gemm.PackedOutputLayer(w, b)
+    layer = gemm.PackedLinear(w, b)
     x = torch.randn(*rows, 6, generator=gen)
     with torch.no_grad():
         torch.testing.assert_close(layer(x), F.linear(x, w, b), atol=1e-5, rtol=1e-5)
@@ -195,7 +195,7 @@ def test_packed_output_layer_falls_back_with_gradients_and_off_float32(monkeypat
     monkeypatch.setattr(gemm, "ENABLED", False)
     w = torch.randn(7, 4, requires_grad=True)
     b = torch.randn(7, requires_grad=True)
-    layer = gemm.PackedOutputLayer(w, b)
+    layer = gemm.PackedLinear(w, b)
     x = torch.randn(3, 4)
     y = layer(x)
     y.sum().backward()  # training: the gradient reaches the parameters
@@ -203,3 +203,52 @@ def test_packed_output_layer_falls_back_with_gradients_and_off_float32(monkeypat
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         assert layer(x).dtype == torch.bfloat16
     assert layer._packed is None
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+@pytest.mark.parametrize("biases", ["both", "none", "input"])
+def test_joined_lstm_cell_matches_lstm_cell_and_packs_once(enabled, biases, monkeypatch):
+    """The search's LSTM layer as one product of ``[x, h, 1]`` gives torch.lstm_cell's (h, c), on
+    either library's path; the joined weight is made at the first step and reused after."""
+    if enabled and not gemm.AVAILABLE:
+        pytest.skip("no oneDNN in this torch")
+    monkeypatch.setattr(gemm, "ENABLED", enabled)
+    gen = torch.Generator().manual_seed(4)
+    w_ih, w_hh = torch.randn(16, 6, generator=gen), torch.randn(16, 4, generator=gen)
+    b_ih = None if biases == "none" else torch.randn(16, generator=gen)
+    b_hh = torch.randn(16, generator=gen) if biases == "both" else None
+    x, h, c = torch.randn(5, 6, generator=gen), torch.randn(5, 4, generator=gen), torch.randn(5, 4, generator=gen)
+    cache: dict = {}
+    packed = []
+    with torch.no_grad():
+        ref_h, ref_c = torch.lstm_cell(x, (h, c), w_ih, w_hh, b_ih, b_hh)
+        for _ in range(2):
+            new_h, new_c = gemm.joined_lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh, cache, "layer0")
+            torch.testing.assert_close(new_h, ref_h, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(new_c, ref_c, atol=1e-5, rtol=1e-5)
+            assert list(cache) == ["layer0"]
+            packed.append(cache["layer0"])
+    assert packed[0] is packed[1]  # packed at the first step only
+    with torch.enable_grad():  # with gradients it is lstm_cell's own path, and packs nothing
+        cache.clear()
+        gemm.joined_lstm_cell(x, h, c, w_ih.requires_grad_(), w_hh, b_ih, b_hh, cache, "layer0")
+        assert not cache
+
+
+def test_a_search_joins_the_decoder_lstm_layers_for_its_steps_only():
+    """Inside ``searching`` a Luong decoder step runs each LSTM layer as one product (prepared at
+    its first step, dropped with the search) and gives the step's log-probs as outside it."""
+    model = make_model("luong_tiny", embed_dim=10, hidden_size=12, layers=2).eval()
+    src, lengths, prev, _ = batch()
+    with torch.no_grad():
+        enc = model.encode(src, lengths)
+        state = model.init_decoder_state(enc)
+        want, want_attn, _ = model.decode_step(prev[:, 0], state, enc)
+        assert model._search_cache is None
+        with model.searching():
+            for _ in range(2):
+                got, attn, _ = model.decode_step(prev[:, 0], state, enc)
+                torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+                torch.testing.assert_close(attn, want_attn, atol=1e-5, rtol=1e-5)
+            assert model._search_cache is not None and len(model._search_cache) == 2  # one per layer
+        assert model._search_cache is None

@@ -257,6 +257,43 @@ def test_an_interrupted_run_starts_again_and_a_finished_one_is_kept(tmp_path):
     assert qph.runs_in(tmp_path) == ["opennmt"]  # the set-aside run is not a run of the report
 
 
+def test_fairseq_is_evaluated_with_its_average_and_its_own_weights_and_keeps_the_better(tmp_path, monkeypatch):
+    """A fairseq checkpoint's valid BLEU is the better of its --store-ema average and its own
+    weights (the average has no warm-up), each checkpoint timed by the run's own file; others
+    are evaluated once."""
+    import os
+    import types
+
+    import quality_per_hour as qph
+
+    run = tmp_path / "tune" / "fairseq.tune0"
+    (run / "ckpt").mkdir(parents=True)
+    (run / "ckpt" / "checkpoint1.pt").write_text("x")
+    (run / "ckpt" / "checkpoint2.pt").write_text("x")
+    start = 1_000_000.0
+    for k, t in ((1, 600), (2, 1200)):
+        os.utime(run / "ckpt" / f"checkpoint{k}.pt", (start + t, start + t))
+    (run / "train.json").write_text(json.dumps({"system": "fairseq", "start": start}))
+    monkeypatch.setattr(qph, "fairseq_ema_weights", lambda args, ck: ck.parent.parent / "ema" / ck.name)
+    bleu = {"checkpoint1.pt": {"ema": 0.4, "raw": 9.0}, "checkpoint2.pt": {"ema": 21.0, "raw": 20.0}}
+    translated = []
+
+    def fake_translate(args, system, ck, src, beam, w, hyp, core):  # noqa: ANN001
+        translated.append(hyp.name)
+        hyp.write_text(json.dumps(bleu[ck.name]["ema" if ck.parent.name == "ema" else "raw"]))
+
+    monkeypatch.setattr(qph, "translate", fake_translate)
+    monkeypatch.setattr(qph, "scores", lambda hyp, ref: {"bleu": json.loads(hyp.read_text())})
+    monkeypatch.setattr(qph, "sources", lambda args, split, txt: {False: tmp_path / "valid.en"})
+    monkeypatch.setattr(qph, "fresh_output", lambda hyp, ck, src: False)
+    args = types.SimpleNamespace(data=tmp_path)
+    result = qph.eval_one(args, "tune/fairseq.tune0", 0, tmp_path, tmp_path, test=False)
+    assert sorted(translated) == ["valid.1.ema.de", "valid.1.raw.de", "valid.2.ema.de", "valid.2.raw.de"]
+    assert [(c["checkpoint"], c["weights"], c["valid_bleu"], c["wall_s"]) for c in result["curve"]] == [
+        ("1", "raw", 9.0, 600.0), ("2", "ema", 21.0, 1200.0)]
+    assert result["best"]["path"].endswith("ema/checkpoint2.pt")
+
+
 def test_each_group_of_side_by_side_systems_trains_all_its_seeds_before_the_next():
     import quality_per_hour as qph
 

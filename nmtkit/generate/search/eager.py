@@ -2,10 +2,11 @@
 
 Why it is fast: all live hypotheses of all unfinished sentences form one flat batch of
 ``n_sentences * beam`` rows (one per sentence at the first step, whose rows would be equal);
-each step is one decoder call, one top-k over ``beam * V`` scores per sentence and a few gathers.  Python only touches the (at most ``beam`` per sentence)
-hypotheses that end at a step.  Sentences that are complete leave the batch at once (encoder
-outputs and states are shrunk with ``reorder``), so long sentences do not drag finished ones
-along.  What a step decides is :mod:`.rules`'; this module keeps the state.
+each step is one decoder call, one top-k over ``beam * V`` scores per sentence and a few
+gathers.  Python only touches the (at most ``beam`` per sentence) hypotheses that end at a step.
+Sentences that are complete leave the batch at once (encoder outputs and states are shrunk with
+``reorder``), so long sentences do not drag finished ones along.  What a step decides is
+:mod:`.rules`'; this module keeps the state.
 """
 from __future__ import annotations
 

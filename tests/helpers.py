@@ -24,6 +24,7 @@ from nmtkit.data.dictionary import BOS_ID, EOS_ID, PAD_ID, Dictionary
 from nmtkit.data.text_pipeline import TextPipeline
 from nmtkit.generate.search import SearchOptions
 from nmtkit.generate.search.fixed_shape import SearchGraphs
+from nmtkit.generate.search.topk import CandidateScores
 from nmtkit.models import build_model, registry, resolve_config
 from nmtkit.models.base import Seq2SeqModel
 from nmtkit.sample import generate_corpus
@@ -66,6 +67,12 @@ def train_sample_model(root: Path, n_test: int, max_update: int) -> Path:
                                      "--seed", "1", "--threads", "1", "--device", "cpu", "--no-progress"])
     assert res.exit_code == 0, res.output
     return root
+
+
+def summed(scores: torch.Tensor) -> CandidateScores:
+    """Candidate scores already summed, ``[n, W]``, as the search's top-k forms take them (a
+    shift of zero: ``-0.0`` becomes ``+0.0``)."""
+    return CandidateScores(scores, scores.new_zeros(scores.size(0)), 1)
 
 
 def search_options(**kw):  # noqa: ANN003, ANN201

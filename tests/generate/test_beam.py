@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 from tests.generate_stubs import TableModel, TinyConfig, TinyLSTM, lstm_dicts, make_dict, pad_batch, table_fn
-from tests.helpers import EagerStatic, search_options
+from tests.helpers import EagerStatic, search_options, summed
 
 from nmtkit.errors import NmtkitError
 import nmtkit.generate.search.topk as topk_mod
@@ -282,9 +282,9 @@ def test_the_first_step_decodes_one_row_per_sentence():
 
 def test_topk_ordered_breaks_ties_by_index():
     x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0], [0.0, 5.0, -1.0, 5.0, 4.0]])
-    vals, idx = topk_ordered(CandidateScores.of(x), 2)
+    vals, idx = topk_ordered(summed(x), 2)
     assert idx.tolist() == [[1, 2], [1, 3]] and vals.tolist() == [[3.0, 3.0], [5.0, 5.0]]
-    vals, idx = topk_ordered(CandidateScores.of(x), 3)
+    vals, idx = topk_ordered(summed(x), 3)
     assert idx.tolist() == [[1, 2, 4], [1, 3, 4]]
 
 
@@ -328,14 +328,14 @@ def test_grouped_topk_takes_distinct_maxima_and_leaves_ties_at_the_cut_to_the_fu
     x = torch.full((1, TOPK_GROUP * groups), -5.0)
     x[0, groups - 40 :] = torch.arange(40 + (TOPK_GROUP - 1) * groups, dtype=torch.float)  # distinct, rising
     w = x.size(1)
-    vals, idx = grouped_topk(CandidateScores.of(x), 3)
+    vals, idx = grouped_topk(summed(x), 3)
     assert vals.tolist() == x[:, w - 3 :].flip(1).tolist() and idx.tolist() == [[w - 1, w - 2, w - 3]]
     x[0, groups - 40] = x[0, w - 3]  # another group's maximum ties the 3rd: not exact by groups,
-    vals, idx = grouped_topk(CandidateScores.of(x), 3)  # so the full top-k decides (either of the tied elements)
+    vals, idx = grouped_topk(summed(x), 3)  # so the full top-k decides (either of the tied elements)
     assert vals.tolist() == x[:, w - 3 :].flip(1).tolist() and idx[0, :2].tolist() == [w - 1, w - 2]
     assert idx[0, 2].item() in (w - 3, groups - 40)
-    assert grouped_topk(CandidateScores.of(x[:, : w - TOPK_GROUP]), 3) is None  # too few groups
-    assert grouped_topk(CandidateScores.of(x.to("meta")), 3) is None  # CPU only
+    assert grouped_topk(summed(x[:, : w - TOPK_GROUP]), 3) is None  # too few groups
+    assert grouped_topk(summed(x.to("meta")), 3) is None  # CPU only
 
 
 def test_search_with_and_without_the_grouped_topk_agree(monkeypatch):

@@ -41,11 +41,6 @@ class CandidateScores:
     per: int
     out: Optional[Tensor] = None
 
-    @classmethod
-    def of(cls, scores: Tensor) -> "CandidateScores":
-        """Scores already summed, ``[n, W]`` (a shift of zero: ``-0.0`` becomes ``+0.0``)."""
-        return cls(scores, scores.new_zeros(scores.size(0)), 1)
-
     @property
     def width(self) -> int:
         return self.per * self.lprobs.size(1)
